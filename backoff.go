@@ -1,0 +1,223 @@
+// Package backoff computes how long a failing loop should wait before its
+// next attempt: exponential backoff with jitter, as a pure calculator.
+//
+// It turns an attempt number into a wait, for retry loops, supervisors that
+// restart a goroutine, and periodic tickers. It never sleeps, starts no timer
+// or goroutine and does no I/O: the caller owns the loop and the timer.
+//
+// Two invariants hold for every exported function and every input, NaN,
+// ±Inf, math.MinInt and math.MaxInt64 included: no wait is ever negative, and
+// nothing overflows. Growth is decided in the float domain before any
+// conversion to int64, so a curve that would pass the longest
+// [time.Duration] saturates instead of wrapping to a negative wait (which
+// [time.Sleep] would return from at once, turning a backoff into a tight
+// loop). A [Value].MaxDelay is a hard ceiling in every jitter mode. Nothing
+// panics and no input is refused: out-of-range inputs are normalised as each
+// doc comment says.
+//
+// [Value] is stateless and safe for concurrent use, as are all the functions;
+// a [Schedule] holds the state of one retry sequence and is not. Randomness
+// comes from math/rand/v2's package-level source, or from [Schedule].Rand.
+package backoff
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// JitterMode chooses how a [Value] randomises each grown wait. The zero
+// JitterMode is JitterFull, on purpose: a backoff left at its defaults must
+// not synchronise the clients that failed together.
+type JitterMode uint8
+
+const (
+	// JitterFull draws the wait uniformly from [0, grown]. AWS measured it to
+	// do the least total work of the modes; it is the zero value.
+	JitterFull JitterMode = iota
+	// JitterEqual draws the wait uniformly from [grown/2, grown]: it keeps at
+	// least half the curve.
+	JitterEqual
+	// JitterDecorrelated draws the wait uniformly from
+	// [BaseDelay, min(MaxDelay, 3×previous)], as [Decorrelate] does.
+	JitterDecorrelated
+	// JitterAdditive widens the grown wait by up to a fraction Jitter of
+	// itself, as [Widen] does, keeping the whole spread under MaxDelay.
+	JitterAdditive
+	// JitterNone returns the grown wait exactly: deterministic, for tests.
+	JitterNone
+)
+
+var modeNames = [...]string{
+	JitterFull:         "full",
+	JitterEqual:        "equal",
+	JitterDecorrelated: "decorrelated",
+	JitterAdditive:     "additive",
+	JitterNone:         "none",
+}
+
+// String returns the mode's name: "full", "equal", "decorrelated",
+// "additive" or "none"; "unknown" for a mode this package does not define.
+func (m JitterMode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return "unknown"
+}
+
+// MarshalText implements [encoding.TextMarshaler]: the mode's name, as
+// String gives it. A mode this package does not define is an error rather
+// than "unknown", which could not be read back.
+func (m JitterMode) MarshalText() ([]byte, error) {
+	if int(m) < len(modeNames) {
+		return []byte(modeNames[m]), nil
+	}
+	return nil, fmt.Errorf("backoff: undefined jitter mode %d", uint8(m))
+}
+
+// errModeName names the accepted spellings once, for UnmarshalText.
+var errModeName = errors.New(`want one of "full", "equal", "decorrelated", "additive", "none"`)
+
+// UnmarshalText implements [encoding.TextUnmarshaler]: it accepts the five
+// names String gives, in any case, and leaves m unchanged with an error
+// naming them otherwise. It is what lets [flag.TextVar] and encoding/json
+// read a mode.
+func (m *JitterMode) UnmarshalText(b []byte) error {
+	for i, name := range modeNames {
+		if strings.EqualFold(string(b), name) {
+			*m = JitterMode(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("backoff: unknown jitter mode %q: %w", b, errModeName)
+}
+
+// Value describes one backoff curve: a wait that starts at BaseDelay, grows
+// by Multiplier per attempt up to MaxDelay, and is randomised by JitterMode.
+// The zero Value waits nothing; set BaseDelay to make it wait. A Value is a
+// plain comparable struct with no state: safe to copy, to compare and to
+// share between goroutines.
+type Value struct {
+	// BaseDelay is the wait after the first failure. Zero or less waits
+	// nothing, in every mode.
+	BaseDelay time.Duration
+	// MaxDelay is a hard ceiling on every wait, in every mode. Zero or less
+	// means none: waits stop growing at math.MaxInt64 ns.
+	MaxDelay time.Duration
+	// Multiplier is the growth per attempt, normalised by NormalMultiplier:
+	// zero (or anything below 1, or NaN) doubles; exactly 1 is a constant
+	// wait.
+	Multiplier float64
+	// Jitter is the fraction JitterAdditive widens by, normalised by
+	// NormalJitter into [0, 1]. The other modes do not read it.
+	Jitter float64
+	// JitterMode chooses the randomisation. The zero is JitterFull; a mode
+	// this package does not define is read as JitterFull.
+	JitterMode JitterMode
+}
+
+// Delay returns the wait before the retry that follows failure number
+// attempt (the first failure is attempt 1; an attempt below 1 is read as
+// 1). Let g = Grow(BaseDelay, MaxDelay, Multiplier, attempt). Then
+//
+//   - JitterFull draws from [0, g];
+//   - JitterEqual draws from [g/2, g];
+//   - JitterNone returns g;
+//   - JitterDecorrelated draws from Decorrelate(BaseDelay, MaxDelay, p),
+//     where p, the previous wait, is the curve's own previous step
+//     Grow(…, attempt−1), and BaseDelay at attempt 1: a Value has no memory.
+//     Use a [Schedule] for the loop that feeds back the waits it drew;
+//   - JitterAdditive widens the curve held at MaxDelay/(1+Jitter) instead of
+//     MaxDelay, so that at the ceiling the waits still spread over
+//     [MaxDelay/(1+Jitter), MaxDelay] instead of collapsing onto MaxDelay.
+//     With no MaxDelay the curve is held at math.MaxInt64/(1+Jitter) alike.
+//
+// Every draw is uniform over whole nanoseconds, both ends included, and lies
+// in [Value.Bounds](attempt). No wait is negative or above MaxDelay (or
+// math.MaxInt64 without one). Delay is O(1) in attempt, does not allocate,
+// and is safe for concurrent use.
+func (v Value) Delay(attempt int) time.Duration {
+	lo, hi := v.Bounds(attempt)
+	return uniform(nil, lo, hi)
+}
+
+// Bounds returns the closed interval [lo, hi] that Delay(attempt) draws
+// from, computed without drawing: lo = hi = g for JitterNone, [0, g] for
+// JitterFull, and so on (see [Value.Delay]). 0 ≤ lo ≤ hi ≤ the ceiling. For
+// planning a timeout, the longest n retries can wait is the sum of the his
+// of attempts 1 to n.
+func (v Value) Bounds(attempt int) (lo, hi time.Duration) {
+	switch v.JitterMode {
+	case JitterNone:
+		g := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
+		return g, g
+	case JitterEqual:
+		g := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
+		return g / 2, g
+	case JitterDecorrelated:
+		prev := v.BaseDelay
+		if attempt > 1 {
+			prev = Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt-1)
+		}
+		return decorrelateRange(v.BaseDelay, v.MaxDelay, prev)
+	case JitterAdditive:
+		return v.additiveRange(attempt)
+	default: // JitterFull, and modes this package does not define
+		return 0, Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
+	}
+}
+
+// additiveRange holds the curve at limit/(1+j) and widens it within limit.
+func (v Value) additiveRange(attempt int) (lo, hi time.Duration) {
+	limit := v.MaxDelay
+	if limit <= 0 {
+		limit = maxDuration
+	}
+	j := NormalJitter(v.Jitter)
+	held := limit
+	// float64(limit) may round up to 2^63, and 1+j may round to 1: hold
+	// the float below the bound before converting, and at limit after.
+	// It stays at least 1ns, which Grow would otherwise read as no ceiling.
+	if h := float64(limit) / (1 + j); h < float64(limit) {
+		held = max(min(time.Duration(h), limit), 1)
+	}
+	return widenRange(Grow(v.BaseDelay, held, v.Multiplier, attempt), j, limit)
+}
+
+// String returns a one-line description for logs and configuration dumps,
+// such as "100ms×2 up to 30s, full jitter". It shows the normalised
+// multiplier and jitter, the values the curve really uses.
+func (v Value) String() string {
+	var b strings.Builder
+	if v.BaseDelay <= 0 {
+		b.WriteString("no wait")
+	} else {
+		b.WriteString(v.BaseDelay.String())
+		b.WriteString("×")
+		b.WriteString(strconv.FormatFloat(NormalMultiplier(v.Multiplier), 'g', -1, 64))
+		if v.MaxDelay > 0 {
+			b.WriteString(" up to ")
+			b.WriteString(v.MaxDelay.String())
+		} else {
+			b.WriteString(" uncapped")
+		}
+	}
+	mode := v.JitterMode
+	if int(mode) >= len(modeNames) {
+		mode = JitterFull
+	}
+	switch mode {
+	case JitterNone:
+		b.WriteString(", no jitter")
+	case JitterAdditive:
+		b.WriteString(", additive jitter ")
+		b.WriteString(strconv.FormatFloat(NormalJitter(v.Jitter), 'g', -1, 64))
+	default:
+		b.WriteString(", ")
+		b.WriteString(mode.String())
+		b.WriteString(" jitter")
+	}
+	return b.String()
+}

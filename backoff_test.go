@@ -1,0 +1,955 @@
+package backoff
+
+import (
+	"encoding/json"
+	"flag"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Hostile values for every field, shared by the sweeps below.
+var (
+	hostileDurations = []time.Duration{
+		math.MinInt64, math.MinInt64 + 1, -time.Hour, -1, 0, 1, 2, 3,
+		time.Millisecond, 100 * time.Millisecond, time.Second, 30 * time.Second,
+		1 << 53, 1<<53 + 1, 1<<62 - 1, 1 << 62, 1<<62 + 1,
+		math.MaxInt64 / 3, math.MaxInt64/3 + 1, math.MaxInt64 - 1024, math.MaxInt64 - 1, math.MaxInt64,
+	}
+	hostileFloats = []float64{
+		math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), -2, -1,
+		math.SmallestNonzeroFloat64, 0x1p-1022, 0.5, 0.999999, 1, math.Nextafter(1, 2),
+		1.0001, 1.5, 2, 3, 4, 10, 1 << 62, math.MaxFloat64,
+	}
+	hostileAttempts = []int{
+		math.MinInt, -1, 0, 1, 2, 7, 34, 35, 36, 37, 62, 63, 64, 65,
+		1 << 40, math.MaxInt - 1, math.MaxInt,
+	}
+	allModes = []JitterMode{JitterFull, JitterEqual, JitterDecorrelated, JitterAdditive, JitterNone, 5, 255}
+)
+
+// ceilingOf is the bound no wait may pass for a MaxDelay.
+func ceilingOf(maxDelay time.Duration) time.Duration {
+	if maxDelay <= 0 {
+		return math.MaxInt64
+	}
+	return maxDelay
+}
+
+func TestNormalMultiplier(t *testing.T) {
+	tests := []struct{ in, want float64 }{
+		{math.NaN(), 2},
+		{math.Inf(-1), 2},
+		{-2, 2},
+		{0, 2},
+		{math.Copysign(0, -1), 2},
+		{math.SmallestNonzeroFloat64, 2},
+		{0.5, 2},
+		{math.Nextafter(1, 0), 2},
+		{1, 1},
+		{math.Nextafter(1, 2), math.Nextafter(1, 2)},
+		{1.5, 1.5},
+		{2, 2},
+		{1e300, 1e300},
+		{math.Inf(1), math.Inf(1)},
+	}
+	for _, tt := range tests {
+		if got := NormalMultiplier(tt.in); got != tt.want {
+			t.Errorf("NormalMultiplier(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestNormalJitter(t *testing.T) {
+	tests := []struct{ in, want float64 }{
+		{math.NaN(), 0},
+		{math.Inf(-1), 0},
+		{-0.5, 0},
+		{math.Copysign(0, -1), 0},
+		{0, 0},
+		{math.SmallestNonzeroFloat64, math.SmallestNonzeroFloat64},
+		{0.2, 0.2},
+		{1, 1},
+		{1.5, 1},
+		{math.Inf(1), 1},
+	}
+	for _, tt := range tests {
+		got := NormalJitter(tt.in)
+		if got != tt.want || math.Signbit(got) {
+			t.Errorf("NormalJitter(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestGrow(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name          string
+		base, ceiling time.Duration
+		mult          float64
+		attempt       int
+		want          time.Duration
+	}{
+		{"first attempt is base", 100 * ms, 30 * time.Second, 2, 1, 100 * ms},
+		{"second doubles", 100 * ms, 30 * time.Second, 2, 2, 200 * ms},
+		{"ninth", 100 * ms, 30 * time.Second, 2, 9, 25600 * ms},
+		{"held at ceiling", 100 * ms, 30 * time.Second, 2, 10, 30 * time.Second},
+		{"attempt zero is one", 100 * ms, 0, 2, 0, 100 * ms},
+		{"attempt MinInt is one", 100 * ms, 0, 2, math.MinInt, 100 * ms},
+		{"base zero", 0, time.Second, 2, 5, 0},
+		{"base negative", -time.Second, time.Second, 2, 5, 0},
+		{"base MinInt64", math.MinInt64, math.MaxInt64, 2, math.MaxInt, 0},
+		{"no ceiling saturates", 100 * ms, 0, 2, 64, math.MaxInt64},
+		{"negative ceiling is none", 100 * ms, -1, 2, 3, 400 * ms},
+		{"ceiling below base", time.Second, 10 * ms, 2, 1, 10 * ms},
+		{"ceiling equals base", time.Second, time.Second, 2, 1 << 40, time.Second},
+		{"multiplier zero doubles", time.Second, 0, 0, 3, 4 * time.Second},
+		{"multiplier NaN doubles", time.Second, 0, math.NaN(), 3, 4 * time.Second},
+		{"multiplier below one doubles", time.Second, 0, 0.5, 3, 4 * time.Second},
+		{"multiplier one is constant", time.Second, 0, 1, math.MaxInt, time.Second},
+		{"multiplier 1.5", 100 * ms, 0, 1.5, 3, 225 * ms},
+		{"multiplier 3", time.Second, 0, 3, 4, 27 * time.Second},
+		{"multiplier +Inf reaches ceiling at 2", time.Second, time.Minute, math.Inf(1), 2, time.Minute},
+		{"multiplier +Inf attempt 1", time.Second, time.Minute, math.Inf(1), 1, time.Second},
+		{"multiplier 4 exact", 3, 0, 4, 31, 3 << 60},
+		{"multiplier 4 past bound", 3, 0, 4, 32, math.MaxInt64},
+		{"shift to 2^62", 1, 0, 2, 63, 1 << 62},
+		{"shift past 2^62", 1, 0, 2, 64, math.MaxInt64},
+		{"largest exact", math.MaxInt64 / 2, 0, 2, 2, math.MaxInt64 - 1},
+		{"max base max ceiling", math.MaxInt64, math.MaxInt64, 2, 1, math.MaxInt64},
+		{"max base no ceiling", math.MaxInt64, 0, 2, math.MaxInt, math.MaxInt64},
+		{"huge multiplier", 1, 0, math.MaxFloat64, 2, math.MaxInt64},
+		{"attempt MaxInt", time.Nanosecond, 0, math.Nextafter(1, 2), math.MaxInt, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		if got := Grow(tt.base, tt.ceiling, tt.mult, tt.attempt); got != tt.want {
+			t.Errorf("%s: Grow(%v, %v, %v, %d) = %v, want %v", tt.name, tt.base, tt.ceiling, tt.mult, tt.attempt, got, tt.want)
+		}
+	}
+}
+
+// TestGrowPowerOfTwoExact checks the shift path against math/big.
+func TestGrowPowerOfTwoExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		k := 1 + r.IntN(5) // multiplier 2^k
+		base := time.Duration(r.Int64N(1<<uint(r.IntN(63)))) + 1
+		ceiling := time.Duration(r.Int64N(math.MaxInt64))
+		if r.IntN(4) == 0 {
+			ceiling = 0
+		}
+		attempt := 1 + r.IntN(70)
+		limit := ceilingOf(ceiling)
+		want := new(big.Int).Lsh(big.NewInt(int64(base)), uint(k*(attempt-1)))
+		if want.Cmp(big.NewInt(int64(limit))) > 0 || base > limit {
+			want.SetInt64(int64(limit))
+		}
+		if got := Grow(base, ceiling, float64(int(1)<<k), attempt); int64(got) != want.Int64() {
+			t.Fatalf("Grow(%d, %d, %d, %d) = %d, want %d", base, ceiling, 1<<k, attempt, got, want.Int64())
+		}
+	}
+}
+
+// TestGrowMatchesPow checks the float path against math.Pow, which computes
+// an integer power by the same repeated squaring.
+func TestGrowMatchesPow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 20000; i++ {
+		m := 1 + r.Float64()*3
+		base := time.Duration(r.Int64N(int64(time.Hour))) + 1
+		attempt := 1 + r.IntN(80)
+		f := float64(base) * math.Pow(m, float64(attempt-1))
+		want := time.Duration(math.MaxInt64)
+		if f < 0x1p63 {
+			want = max(time.Duration(f), base)
+		}
+		if got := Grow(base, 0, m, attempt); got != want {
+			t.Fatalf("Grow(%d, 0, %v, %d) = %d, want %d", base, m, attempt, got, want)
+		}
+	}
+}
+
+// TestGrowConstantWork would hang, not fail, if Grow looped once per
+// attempt (or once per step up to the ceiling): a multiplier one ulp above 1
+// needs about 2^57 steps to reach 2^63.
+func TestGrowConstantWork(t *testing.T) {
+	m := math.Nextafter(1, 2)
+	for i := 0; i < 1000; i++ {
+		for _, a := range []int{1 << 40, 1 << 50, 1 << 60, math.MaxInt} {
+			if got := Grow(1, 0, m, a-i); got < 1 {
+				t.Fatalf("Grow(1, 0, %v, %d) = %v, want at least 1ns", m, a-i, got)
+			}
+		}
+	}
+}
+
+func TestGrowMonotone(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	check := func(base, ceiling time.Duration, m float64, a int) {
+		t.Helper()
+		g0, g1 := Grow(base, ceiling, m, a), Grow(base, ceiling, m, a+1)
+		if g1 < g0 {
+			t.Fatalf("Grow(%d, %d, %v, %d) = %d > Grow(…, %d) = %d", base, ceiling, m, a, g0, a+1, g1)
+		}
+	}
+	for i := 0; i < 200000; i++ {
+		m := math.Float64frombits(math.Float64bits(1) + r.Uint64N(1<<uint(r.IntN(54))))
+		base := time.Duration(r.Int64N(1<<uint(r.IntN(63)))) + 1
+		a := r.IntN(1 << uint(r.IntN(62)))
+		if i%2 == 0 && m > 1 {
+			// Aim at the top of the range, where float rounding bites.
+			target := (float64(40+r.IntN(23))*math.Ln2 - math.Log(float64(base))) / math.Log(m)
+			if target >= 1 && target < 1<<62 {
+				a = int(target)
+			}
+		}
+		check(base, 0, m, a)
+	}
+	for _, b := range hostileDurations {
+		for _, c := range hostileDurations {
+			for _, m := range hostileFloats {
+				for _, a := range hostileAttempts {
+					if a < math.MaxInt {
+						check(b, c, m, a)
+					}
+				}
+			}
+		}
+	}
+}
+
+func checkValue(t *testing.T, v Value, attempt int) {
+	t.Helper()
+	lo, hi := v.Bounds(attempt)
+	if lo < 0 || hi < lo || hi > ceilingOf(v.MaxDelay) {
+		t.Fatalf("%#v.Bounds(%d) = [%d, %d], want 0 ≤ lo ≤ hi ≤ %d", v, attempt, lo, hi, ceilingOf(v.MaxDelay))
+	}
+	if v.BaseDelay <= 0 && hi != 0 {
+		t.Fatalf("%#v.Bounds(%d) = [%d, %d], want [0, 0] for a base ≤ 0", v, attempt, lo, hi)
+	}
+	if d := v.Delay(attempt); d < lo || d > hi {
+		t.Fatalf("%#v.Delay(%d) = %d, want within [%d, %d]", v, attempt, d, lo, hi)
+	}
+}
+
+// TestValueHostile sweeps every field over hostile values.
+func TestValueHostile(t *testing.T) {
+	for _, mode := range allModes {
+		for _, b := range hostileDurations {
+			for _, c := range hostileDurations {
+				for _, m := range hostileFloats {
+					jitters := []float64{0.2} // only JitterAdditive reads Jitter
+					if mode == JitterAdditive {
+						jitters = []float64{math.NaN(), math.Inf(-1), -1, 0, 0x1p-1074, 1e-17, 0.2, 1, 2, math.Inf(1)}
+					}
+					for _, j := range jitters {
+						v := Value{BaseDelay: b, MaxDelay: c, Multiplier: m, Jitter: j, JitterMode: mode}
+						for _, a := range hostileAttempts {
+							checkValue(t, v, a)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestValueRandomBits draws configurations from raw bit patterns.
+func TestValueRandomBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	n := 300000
+	if testing.Short() {
+		n = 30000
+	}
+	for i := 0; i < n; i++ {
+		v := Value{
+			BaseDelay:  time.Duration(r.Uint64()) >> uint(r.IntN(64)),
+			MaxDelay:   time.Duration(r.Uint64()) >> uint(r.IntN(64)),
+			Multiplier: math.Float64frombits(r.Uint64()),
+			Jitter:     math.Float64frombits(r.Uint64()),
+			JitterMode: JitterMode(r.IntN(6)),
+		}
+		if i%3 == 0 {
+			v.Multiplier = 1 + r.Float64()*r.Float64()
+			v.Jitter = r.Float64()
+		}
+		checkValue(t, v, int(r.Uint64())>>uint(r.IntN(64)))
+	}
+}
+
+// TestGoldenNone pins the deterministic curves: a change here changes every
+// user's retry timing.
+func TestGoldenNone(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		v    Value
+		want []time.Duration
+	}{
+		{
+			Value{BaseDelay: 100 * ms, MaxDelay: 30 * time.Second, JitterMode: JitterNone},
+			[]time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 6400 * ms, 12800 * ms, 25600 * ms, 30 * time.Second, 30 * time.Second},
+		},
+		{
+			Value{BaseDelay: 100 * ms, MaxDelay: 2 * time.Second, Multiplier: 1.5, JitterMode: JitterNone},
+			[]time.Duration{100 * ms, 150 * ms, 225 * ms, 337500 * time.Microsecond, 506250 * time.Microsecond, 759375 * time.Microsecond, 1139062500, 1708593750, 2 * time.Second},
+		},
+		{
+			Value{BaseDelay: time.Second, Multiplier: 1, JitterMode: JitterNone},
+			[]time.Duration{time.Second, time.Second, time.Second},
+		},
+	}
+	for _, tt := range tests {
+		for i, want := range tt.want {
+			if got := tt.v.Delay(i + 1); got != want {
+				t.Errorf("%v: Delay(%d) = %v, want %v", tt.v, i+1, got, want)
+			}
+		}
+	}
+}
+
+// TestGoldenSchedule pins one seeded sequence per mode: a change here
+// changes every user's retry timing.
+func TestGoldenSchedule(t *testing.T) {
+	golden := map[JitterMode][]time.Duration{
+		JitterFull:         {36633933, 66829344, 372378447, 789761360, 1219640846, 732241064, 2712747401, 196753554},
+		JitterEqual:        {68316967, 133414672, 386189224, 794880680, 1409820423, 1966120532, 3856373701, 2598376777},
+		JitterDecorrelated: {173267867, 240275997, 677957408, 2009121945, 3835150090, 1221244129, 2033501154, 292818483},
+		JitterAdditive:     {109158483, 216707336, 493094611, 997440339, 1904910211, 3383060265, 4542549480, 4039350710},
+		JitterNone:         {100000000, 200000000, 400000000, 800000000, 1600000000, 3200000000, 5000000000, 5000000000},
+	}
+	for _, mode := range allModes[:5] {
+		s := Schedule{
+			Curve: Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Jitter: 0.25, JitterMode: mode},
+			Rand:  rand.New(rand.NewPCG(2026, 11)),
+		}
+		var got []time.Duration
+		for range 8 {
+			d, _ := s.Next()
+			got = append(got, d)
+		}
+		if want := golden[mode]; !equalDurations(got, want) {
+			t.Errorf("mode %v: seeded waits = %#v, want %#v", mode, got, want)
+		}
+	}
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestJitterModeText(t *testing.T) {
+	for _, m := range allModes[:5] {
+		b, err := m.MarshalText()
+		if err != nil || string(b) != m.String() {
+			t.Errorf("%v.MarshalText() = %q, %v, want %q, nil", m, b, err, m.String())
+		}
+		for _, s := range []string{m.String(), strings.ToUpper(m.String()), strings.ToUpper(m.String()[:1]) + m.String()[1:]} {
+			var got JitterMode = 200
+			if err := got.UnmarshalText([]byte(s)); err != nil || got != m {
+				t.Errorf("UnmarshalText(%q) = %v, %v, want %v, nil", s, got, err, m)
+			}
+		}
+	}
+	names := map[JitterMode]string{JitterFull: "full", JitterEqual: "equal", JitterDecorrelated: "decorrelated", JitterAdditive: "additive", JitterNone: "none", 5: "unknown", 255: "unknown"}
+	for m, want := range names {
+		if got := m.String(); got != want {
+			t.Errorf("JitterMode(%d).String() = %q, want %q", m, got, want)
+		}
+	}
+	for _, m := range []JitterMode{5, 255} {
+		if b, err := m.MarshalText(); err == nil {
+			t.Errorf("JitterMode(%d).MarshalText() = %q, nil, want an error", m, b)
+		}
+	}
+	for _, s := range []string{"", "unknown", "ful", "full ", "jitter", "0"} {
+		m := JitterEqual
+		err := m.UnmarshalText([]byte(s))
+		if err == nil || m != JitterEqual || !strings.Contains(err.Error(), "decorrelated") {
+			t.Errorf("UnmarshalText(%q) = %v, %v, want JitterEqual unchanged and an error naming the modes", s, m, err)
+		}
+	}
+	// Through encoding/json and flag, the two readers users reach for.
+	var cfg struct{ Mode JitterMode }
+	if err := json.Unmarshal([]byte(`{"Mode":"Decorrelated"}`), &cfg); err != nil || cfg.Mode != JitterDecorrelated {
+		t.Errorf("json.Unmarshal mode = %v, %v, want decorrelated", cfg.Mode, err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var m JitterMode
+	fs.TextVar(&m, "jitter", JitterFull, "")
+	if err := fs.Parse([]string{"-jitter=none"}); err != nil || m != JitterNone {
+		t.Errorf("flag -jitter=none = %v, %v, want none", m, err)
+	}
+}
+
+func TestValueString(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		v    Value
+		want string
+	}{
+		{Value{BaseDelay: 100 * ms, MaxDelay: 30 * time.Second}, "100ms×2 up to 30s, full jitter"},
+		{Value{BaseDelay: 100 * ms, Multiplier: 1.5, JitterMode: JitterEqual}, "100ms×1.5 uncapped, equal jitter"},
+		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Multiplier: math.NaN(), JitterMode: JitterDecorrelated}, "1s×2 up to 1m0s, decorrelated jitter"},
+		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: 7, JitterMode: JitterAdditive}, "1s×2 up to 1m0s, additive jitter 1"},
+		{Value{BaseDelay: time.Second, Multiplier: 1, JitterMode: JitterNone}, "1s×1 uncapped, no jitter"},
+		{Value{JitterMode: 9}, "no wait, full jitter"},
+	}
+	for _, tt := range tests {
+		if got := tt.v.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
+
+func TestValueBounds(t *testing.T) {
+	const ms = time.Millisecond
+	v := Value{BaseDelay: 100 * ms, MaxDelay: 30 * time.Second, Jitter: 0.5}
+	tests := []struct {
+		mode    JitterMode
+		attempt int
+		lo, hi  time.Duration
+	}{
+		{JitterNone, 3, 400 * ms, 400 * ms},
+		{JitterFull, 3, 0, 400 * ms},
+		{JitterFull, 99, 0, 30 * time.Second},
+		{JitterEqual, 3, 200 * ms, 400 * ms},
+		{JitterDecorrelated, 1, 100 * ms, 300 * ms},
+		{JitterDecorrelated, 2, 100 * ms, 300 * ms},
+		{JitterDecorrelated, 3, 100 * ms, 600 * ms},
+		{JitterDecorrelated, 99, 100 * ms, 30 * time.Second},
+		{JitterAdditive, 3, 400 * ms, 600*ms - 1},
+		{JitterAdditive, 99, 20 * time.Second, 30 * time.Second},
+		{200, 3, 0, 400 * ms},
+	}
+	for _, tt := range tests {
+		v.JitterMode = tt.mode
+		if lo, hi := v.Bounds(tt.attempt); lo != tt.lo || hi != tt.hi {
+			t.Errorf("%v.Bounds(%d) = [%v, %v], want [%v, %v]", v, tt.attempt, lo, hi, tt.lo, tt.hi)
+		}
+	}
+}
+
+func TestJitterRanges(t *testing.T) {
+	const max = time.Duration(math.MaxInt64)
+	type rng struct{ lo, hi time.Duration }
+	mk := func(lo, hi time.Duration) rng { return rng{lo, hi} }
+	tests := []struct {
+		name string
+		got  rng
+		want rng
+	}{
+		{"widen zero jitter", mk(widenRange(time.Second, 0, max)), rng{time.Second, time.Second}},
+		{"widen negative delay", mk(widenRange(-time.Second, 1, max)), rng{0, 0}},
+		{"widen half", mk(widenRange(time.Second, 0.5, max)), rng{time.Second, 1500*time.Millisecond - 1}},
+		{"widen fractional span", mk(widenRange(10, 0.25, max)), rng{10, 12}},
+		{"widen near the bound", mk(widenRange(max-10, 1, max)), rng{max - 10, max}},
+		{"widen at the bound", mk(widenRange(max, 1, max)), rng{max, max}},
+		{"decorrelate first", mk(decorrelateRange(time.Second, 0, 0)), rng{time.Second, 3 * time.Second}},
+		{"decorrelate capped", mk(decorrelateRange(time.Second, 2*time.Second, time.Minute)), rng{time.Second, 2 * time.Second}},
+		{"decorrelate previous saturates", mk(decorrelateRange(time.Second, 0, max/2)), rng{time.Second, max}},
+		{"decorrelate base zero", mk(decorrelateRange(0, time.Second, time.Second)), rng{0, 0}},
+		{"decorrelate ceiling below base", mk(decorrelateRange(time.Second, time.Millisecond, time.Minute)), rng{time.Millisecond, time.Millisecond}},
+		{"add jitter", mk(addJitterRange(time.Second, 10)), rng{time.Second, time.Second + 9}},
+		{"add jitter negative interval", mk(addJitterRange(-time.Second, 10)), rng{0, 9}},
+		{"add no jitter", mk(addJitterRange(time.Second, -5)), rng{time.Second, time.Second}},
+		{"add jitter saturates", mk(addJitterRange(max-5, max)), rng{max - 5, max}},
+		{"add jitter to the bound", mk(addJitterRange(max-5, 6)), rng{max - 5, max}},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: range = [%d, %d], want [%d, %d]", tt.name, tt.got.lo, tt.got.hi, tt.want.lo, tt.want.hi)
+		}
+	}
+}
+
+// TestHelpersHostile checks every exported helper stays in its interval for
+// hostile inputs, drawing from the package-level source.
+func TestHelpersHostile(t *testing.T) {
+	for _, d := range hostileDurations {
+		want := max(d, 0)
+		for range 20 {
+			if got := Full(d); got < 0 || got > want {
+				t.Fatalf("Full(%d) = %d, want in [0, %d]", d, got, want)
+			}
+			if got := Equal(d); got < want/2 || got > want {
+				t.Fatalf("Equal(%d) = %d, want in [%d, %d]", d, got, want/2, want)
+			}
+			for _, j := range hostileFloats {
+				nj := NormalJitter(j)
+				hi := float64(want) * (1 + nj)
+				if got := Widen(d, j); got < want || float64(got) > hi {
+					t.Fatalf("Widen(%d, %v) = %d, want in [%d, %g]", d, j, got, want, hi)
+				}
+			}
+			for _, e := range hostileDurations {
+				if got := AddJitter(d, e); got < want || (e > 0 && got-want >= e) {
+					t.Fatalf("AddJitter(%d, %d) = %d, want in [%d, %d+%d)", d, e, got, want, want, e)
+				}
+				for _, p := range hostileDurations {
+					lo, hi := decorrelateRange(d, e, p)
+					if got := Decorrelate(d, e, p); got < lo || got > hi || got < 0 || (e > 0 && got > e) {
+						t.Fatalf("Decorrelate(%d, %d, %d) = %d, want in [%d, %d]", d, e, p, got, lo, hi)
+					}
+				}
+			}
+		}
+	}
+}
+
+// chiSquareUniform draws n values with draw, which must lie in [lo, lo+k),
+// and fails if they are not uniform over those k values (p < 1e-6).
+func chiSquareUniform(t *testing.T, name string, lo time.Duration, k, n int, draw func() time.Duration) {
+	t.Helper()
+	counts := make([]int, k)
+	for range n {
+		d := draw()
+		if d < lo || d-lo >= time.Duration(k) {
+			t.Fatalf("%s = %d, want in [%d, %d]", name, d, lo, lo+time.Duration(k-1))
+		}
+		counts[d-lo]++
+	}
+	exp := float64(n) / float64(k)
+	var chi float64
+	for _, c := range counts {
+		chi += (float64(c) - exp) * (float64(c) - exp) / exp
+	}
+	// Wilson–Hilferty: the chi-square quantile at z = 4.75 (p ≈ 1e-6).
+	df := float64(k - 1)
+	crit := df * math.Pow(1-2/(9*df)+4.75*math.Sqrt(2/(9*df)), 3)
+	if chi > crit {
+		t.Errorf("%s: chi-square %.1f over %d values, want below %.1f: counts %v", name, chi, k, crit, counts)
+	}
+}
+
+// ksUniform fails if n draws from [lo, hi] are not uniform over it, by the
+// Kolmogorov–Smirnov distance (p < 1e-6). Meant for wide intervals.
+func ksUniform(t *testing.T, name string, lo, hi time.Duration, n int, draw func() time.Duration) {
+	t.Helper()
+	xs := make([]float64, n)
+	width := float64(hi-lo) + 1
+	for i := range xs {
+		d := draw()
+		if d < lo || d > hi {
+			t.Fatalf("%s = %d, want in [%d, %d]", name, d, lo, hi)
+		}
+		xs[i] = float64(d-lo) / width
+	}
+	sort.Float64s(xs)
+	var dist float64
+	for i, x := range xs {
+		dist = max(dist, float64(i+1)/float64(n)-x, x-float64(i)/float64(n))
+	}
+	if crit := math.Sqrt(-math.Log(1e-6/2)/2) / math.Sqrt(float64(n)); dist > crit {
+		t.Errorf("%s: KS distance %.4f from uniform on [%d, %d], want below %.4f", name, dist, lo, hi, crit)
+	}
+}
+
+// TestDistributions checks each jitter is uniform over the interval it
+// claims, seeded, with the draw the exported functions make.
+func TestDistributions(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const max = time.Duration(math.MaxInt64)
+	const n = 20000
+	draw := func(lo, hi time.Duration) func() time.Duration {
+		return func() time.Duration { return uniform(r, lo, hi) }
+	}
+	// Small intervals: every value, both ends included.
+	chiSquareUniform(t, "Full(9)", 0, 10, n, draw(0, 9))
+	lo, hi := Value{BaseDelay: 9, JitterMode: JitterEqual}.Bounds(1)
+	chiSquareUniform(t, "Equal(9)", 4, 6, n, draw(lo, hi))
+	lo, hi = decorrelateRange(3, 0, 3)
+	chiSquareUniform(t, "Decorrelate(3, 0, 3)", 3, 7, n, draw(lo, hi))
+	lo, hi = widenRange(20, 0.5, max)
+	chiSquareUniform(t, "Widen(20, 0.5)", 20, 10, n, draw(lo, hi))
+	lo, hi = addJitterRange(100, 8)
+	chiSquareUniform(t, "AddJitter(100, 8)", 100, 8, n, draw(lo, hi))
+	// Near math.MaxInt64 the spread must reach, not pile up on, the bound.
+	lo, hi = widenRange(max-15, 1, max)
+	chiSquareUniform(t, "Widen(MaxInt64-15, 1)", max-15, 16, n, draw(lo, hi))
+	lo, hi = addJitterRange(max-7, 1000)
+	chiSquareUniform(t, "AddJitter(MaxInt64-7, 1000)", max-7, 8, n, draw(lo, hi))
+	lo, hi = Value{BaseDelay: max - 20, MaxDelay: max - 4, JitterMode: JitterFull}.Bounds(2)
+	if lo != 0 || hi != max-4 {
+		t.Fatalf("Full at the bound: bounds [%d, %d]", lo, hi)
+	}
+
+	// Wide intervals, including the whole of [0, MaxInt64].
+	ksUniform(t, "Full(MaxInt64)", 0, max, n, draw(0, max))
+	ksUniform(t, "Equal(MaxInt64)", max/2, max, n, draw(max/2, max))
+	lo, hi = widenRange(max/3*2, 1, max)
+	ksUniform(t, "Widen(2/3 MaxInt64, 1)", lo, hi, n, draw(lo, hi))
+	lo, hi = decorrelateRange(time.Second, 0, max/2)
+	ksUniform(t, "Decorrelate(1s, 0, MaxInt64/2)", lo, hi, n, draw(lo, hi))
+
+	// Additive at the ceiling: spread over [MaxDelay/(1+j), MaxDelay], with
+	// the ceiling itself no likelier than any other nanosecond.
+	v := Value{BaseDelay: time.Second, MaxDelay: 30 * time.Second, Jitter: 0.5, JitterMode: JitterAdditive}
+	lo, hi = v.Bounds(40)
+	ksUniform(t, "additive at the ceiling", lo, hi, n, draw(lo, hi))
+	if lo != 20*time.Second || hi != 30*time.Second {
+		t.Errorf("additive at the ceiling: bounds [%v, %v], want [20s, 30s]", lo, hi)
+	}
+	v = Value{BaseDelay: max - 100, Jitter: 1, JitterMode: JitterAdditive}
+	lo, hi = v.Bounds(5)
+	ksUniform(t, "additive uncapped", lo, hi, n, draw(lo, hi))
+}
+
+// TestDistributionsExported draws from the exported functions themselves,
+// so from the package-level source, which cannot be seeded: the thresholds
+// fail a correct implementation with probability below 1e-6 per check.
+func TestDistributionsExported(t *testing.T) {
+	const max = time.Duration(math.MaxInt64)
+	const n = 20000
+	chiSquareUniform(t, "Full(9)", 0, 10, n, func() time.Duration { return Full(9) })
+	chiSquareUniform(t, "Equal(9)", 4, 6, n, func() time.Duration { return Equal(9) })
+	chiSquareUniform(t, "Widen(MaxInt64-15, 1)", max-15, 16, n, func() time.Duration { return Widen(max-15, 1) })
+	chiSquareUniform(t, "Decorrelate(3, 0, 3)", 3, 7, n, func() time.Duration { return Decorrelate(3, 0, 3) })
+	chiSquareUniform(t, "AddJitter(100, 8)", 100, 8, n, func() time.Duration { return AddJitter(100, 8) })
+	ksUniform(t, "Full(MaxInt64)", 0, max, n, func() time.Duration { return Full(max) })
+	v := Value{BaseDelay: time.Second, MaxDelay: 30 * time.Second, Jitter: 0.5, JitterMode: JitterAdditive}
+	ksUniform(t, "additive at the ceiling", 20*time.Second, 30*time.Second, n, func() time.Duration { return v.Delay(40) })
+	for _, mode := range allModes[:4] {
+		v := Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second, Jitter: 0.2, JitterMode: mode}
+		lo, hi := v.Bounds(6)
+		ksUniform(t, "Delay(6) "+mode.String(), lo, hi, n, func() time.Duration { return v.Delay(6) })
+	}
+}
+
+func TestScheduleZero(t *testing.T) {
+	var s Schedule
+	for i := range 100 {
+		if d, ok := s.Next(); d != 0 || !ok {
+			t.Fatalf("zero Schedule: Next() #%d = %v, %v, want 0, true", i+1, d, ok)
+		}
+	}
+	if s.Attempt() != 100 || s.Elapsed() != 0 {
+		t.Errorf("zero Schedule after 100: Attempt() = %d, Elapsed() = %v, want 100, 0", s.Attempt(), s.Elapsed())
+	}
+}
+
+func TestScheduleMaxRetries(t *testing.T) {
+	s := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxRetries: 3}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+	for i, w := range want {
+		if d, ok := s.Next(); d != w || !ok {
+			t.Fatalf("Next() #%d = %v, %v, want %v, true", i+1, d, ok, w)
+		}
+	}
+	for range 3 {
+		if d, ok := s.Next(); d != 0 || ok {
+			t.Fatalf("Next() after MaxRetries = %v, %v, want 0, false", d, ok)
+		}
+	}
+	if s.Attempt() != 3 || s.Elapsed() != 7*time.Second {
+		t.Errorf("Attempt(), Elapsed() = %d, %v, want 3, 7s", s.Attempt(), s.Elapsed())
+	}
+	s.Reset()
+	if d, ok := s.Next(); d != time.Second || !ok || s.Attempt() != 1 {
+		t.Errorf("after Reset: Next() = %v, %v (attempt %d), want 1s, true (attempt 1)", d, ok, s.Attempt())
+	}
+}
+
+func TestScheduleMaxElapsed(t *testing.T) {
+	s := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxElapsed: 7 * time.Second}
+	for i, w := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		if d, ok := s.Next(); d != w || !ok {
+			t.Fatalf("Next() #%d = %v, %v, want %v, true", i+1, d, ok, w)
+		}
+	}
+	// 7s + 8s > 7s: not handed out, and the sequence stays over.
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Fatalf("Next() past MaxElapsed = %v, %v, want 0, false", d, ok)
+	}
+	s.Curve.BaseDelay = 0 // would fit now, but the sequence is over
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Fatalf("Next() after false = %v, %v, want 0, false", d, ok)
+	}
+	if s.Attempt() != 3 || s.Elapsed() != 7*time.Second {
+		t.Errorf("Attempt(), Elapsed() = %d, %v, want 3, 7s", s.Attempt(), s.Elapsed())
+	}
+}
+
+func TestScheduleOverride(t *testing.T) {
+	s := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxElapsed: time.Hour}
+	s.Next() // 1s
+	s.Override(42 * time.Second)
+	if d, ok := s.Next(); d != 42*time.Second || !ok {
+		t.Fatalf("Next() after Override(42s) = %v, %v, want 42s, true", d, ok)
+	}
+	// The curve did not advance: its second wait comes next.
+	if d, _ := s.Next(); d != 2*time.Second {
+		t.Fatalf("Next() after an overridden wait = %v, want 2s", d)
+	}
+	s.Override(-time.Second)
+	if d, ok := s.Next(); d != 0 || !ok {
+		t.Fatalf("Next() after Override(-1s) = %v, %v, want 0, true", d, ok)
+	}
+	if s.Attempt() != 4 || s.Elapsed() != 45*time.Second {
+		t.Fatalf("Attempt(), Elapsed() = %d, %v, want 4, 45s", s.Attempt(), s.Elapsed())
+	}
+	// A huge Retry-After ends the sequence instead of holding the caller.
+	s.Override(math.MaxInt64)
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Fatalf("Next() after Override(MaxInt64) = %v, %v, want 0, false", d, ok)
+	}
+	// And MaxRetries still counts overridden waits.
+	s = Schedule{MaxRetries: 1}
+	s.Override(time.Second)
+	s.Next()
+	if d, ok := s.Next(); ok {
+		t.Fatalf("Next() past MaxRetries = %v, %v, want 0, false", d, ok)
+	}
+	// Reset drops a pending override.
+	s.Override(time.Minute)
+	s.Reset()
+	if d, _ := s.Next(); d != 0 {
+		t.Fatalf("Next() after Reset = %v, want 0 (override dropped)", d)
+	}
+}
+
+// TestScheduleDecorrelated checks the real loop: each wait is drawn from the
+// wait handed out before, and an override does not feed it.
+func TestScheduleDecorrelated(t *testing.T) {
+	base, ceiling := 10*time.Millisecond, 5*time.Second
+	s := Schedule{
+		Curve: Value{BaseDelay: base, MaxDelay: ceiling, JitterMode: JitterDecorrelated},
+		Rand:  rand.New(rand.NewPCG(11, 12)),
+	}
+	prev := base
+	for i := range 2000 {
+		if i%7 == 3 {
+			s.Override(time.Hour)
+			if d, _ := s.Next(); d != time.Hour {
+				t.Fatalf("overridden wait = %v, want 1h", d)
+			}
+			continue
+		}
+		d, ok := s.Next()
+		if hi := min(3*prev, ceiling); !ok || d < base || d > hi {
+			t.Fatalf("wait #%d = %v, %v, want in [%v, %v]", i+1, d, ok, base, hi)
+		}
+		prev = d
+	}
+}
+
+func TestScheduleSaturates(t *testing.T) {
+	s := Schedule{Curve: Value{BaseDelay: math.MaxInt64 / 2, JitterMode: JitterNone}}
+	for range 5 {
+		if d, ok := s.Next(); d < 0 || !ok {
+			t.Fatalf("Next() = %v, %v, want a non-negative wait", d, ok)
+		}
+	}
+	if s.Elapsed() != math.MaxInt64 {
+		t.Errorf("Elapsed() = %d, want MaxInt64 (saturated)", s.Elapsed())
+	}
+}
+
+func TestScheduleReproducible(t *testing.T) {
+	for _, mode := range allModes {
+		run := func() []time.Duration {
+			s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, Jitter: 0.3, JitterMode: mode}, Rand: rand.New(rand.NewPCG(1, 1))}
+			var ds []time.Duration
+			for range 50 {
+				d, _ := s.Next()
+				ds = append(ds, d)
+			}
+			return ds
+		}
+		if a, b := run(), run(); !equalDurations(a, b) {
+			t.Errorf("mode %v: two runs from one seed differ:\n%v\n%v", mode, a, b)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(1994, time.November, 6, 8, 49, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"120", 120 * time.Second, true},
+		{"0", 0, true},
+		{"  7\t", 7 * time.Second, true},
+		{"007", 7 * time.Second, true},
+		{"9223372036", 9223372036 * time.Second, true},
+		{"9223372037", math.MaxInt64, true},
+		{"99999999999999", math.MaxInt64, true},
+		{"99999999999999999999999999999999", math.MaxInt64, true},
+		{"Sun, 06 Nov 1994 08:49:37 GMT", 37 * time.Second, true},
+		{"Sunday, 06-Nov-94 08:49:37 GMT", 37 * time.Second, true},
+		{"Sun Nov  6 08:49:37 1994", 37 * time.Second, true},
+		{"Sun, 06 Nov 1994 08:48:00 GMT", 0, true},
+		{"", 0, false},
+		{"   ", 0, false},
+		{"-1", 0, false},
+		{"+5", 0, false},
+		{"1.5", 0, false},
+		{"1e3", 0, false},
+		{"12 s", 0, false},
+		{"soon", 0, false},
+		{"Sun, 06 Nov 1994 08:49:37.5 GMT", 0, false},
+		{"Sun, 06 Nov 1994 08:49:37 PST", 0, false},
+		{"２", 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := ParseRetryAfter(tt.in, now); got != tt.want || ok != tt.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v, want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestAllocs pins zero allocations on every computing path.
+func TestAllocs(t *testing.T) {
+	now := time.Now()
+	s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}, Rand: rand.New(rand.NewPCG(1, 2))}
+	funcs := map[string]func(){
+		"Grow":                 func() { Grow(time.Millisecond, time.Second, 1.5, 9) },
+		"Full":                 func() { Full(time.Second) },
+		"Equal":                func() { Equal(time.Second) },
+		"Widen":                func() { Widen(time.Second, 0.3) },
+		"Decorrelate":          func() { Decorrelate(time.Millisecond, time.Second, 40*time.Millisecond) },
+		"AddJitter":            func() { AddJitter(time.Second, time.Millisecond) },
+		"ParseRetryAfter":      func() { ParseRetryAfter(" 120 ", now) },
+		"ParseRetryAfter date": func() { ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now) },
+		"Schedule.Next":        func() { s.Next() },
+		"Schedule.Override":    func() { s.Override(time.Second); s.Next() },
+	}
+	for _, mode := range allModes {
+		v := Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, Multiplier: 1.5, Jitter: 0.2, JitterMode: mode}
+		funcs["Delay "+mode.String()] = func() { v.Delay(9) }
+		funcs["Bounds "+mode.String()] = func() { v.Bounds(9) }
+		m := mode
+		funcs["Next "+mode.String()] = func() { s.Curve.JitterMode = m; s.Next() }
+	}
+	for name, f := range funcs {
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s: %v allocations per run, want 0", name, n)
+		}
+	}
+}
+
+// TestConcurrentValue shares one Value between goroutines; run with -race.
+func TestConcurrentValue(t *testing.T) {
+	v := Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				if d := v.Delay(i % 40); d < 0 || d > time.Second {
+					t.Errorf("goroutine %d: Delay(%d) = %v, want in [0, 1s]", g, i%40, d)
+					return
+				}
+				AddJitter(time.Second, time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func FuzzDelay(f *testing.F) {
+	f.Add(int64(100*time.Millisecond), int64(30*time.Second), 2.0, 0.2, uint8(0), 7)
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), math.NaN(), math.Inf(1), uint8(3), math.MaxInt)
+	f.Add(int64(time.Second), int64(0), 1.0001, -1.0, uint8(2), math.MinInt)
+	f.Fuzz(func(t *testing.T, base, ceiling int64, mult, jitter float64, mode uint8, attempt int) {
+		v := Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: mult, Jitter: jitter, JitterMode: JitterMode(mode)}
+		checkValue(t, v, attempt)
+		if attempt < math.MaxInt {
+			if g0, g1 := Grow(v.BaseDelay, v.MaxDelay, mult, attempt), Grow(v.BaseDelay, v.MaxDelay, mult, attempt+1); g1 < g0 || g0 < 0 || g1 > ceilingOf(v.MaxDelay) {
+				t.Fatalf("Grow(%d, %d, %v, %d…%d) = %d, %d: want non-decreasing in [0, ceiling]", base, ceiling, mult, attempt, attempt+1, g0, g1)
+			}
+		}
+		if d := Widen(v.BaseDelay, jitter); d < max(v.BaseDelay, 0) {
+			t.Fatalf("Widen(%d, %v) = %d, want at least the delay", base, jitter, d)
+		}
+		lo, hi := decorrelateRange(v.BaseDelay, v.MaxDelay, time.Duration(attempt))
+		if d := Decorrelate(v.BaseDelay, v.MaxDelay, time.Duration(attempt)); d < lo || d > hi || d < 0 {
+			t.Fatalf("Decorrelate(%d, %d, %d) = %d, want in [%d, %d]", base, ceiling, attempt, d, lo, hi)
+		}
+		if d := AddJitter(v.BaseDelay, v.MaxDelay); d < max(v.BaseDelay, 0) {
+			t.Fatalf("AddJitter(%d, %d) = %d, want at least the interval", base, ceiling, d)
+		}
+	})
+}
+
+func FuzzSchedule(f *testing.F) {
+	f.Add(int64(time.Millisecond), int64(time.Second), 2.0, 0.2, uint8(2), 5, int64(time.Minute), uint64(1), "nnonn")
+	f.Add(int64(math.MaxInt64), int64(0), math.Inf(1), math.NaN(), uint8(3), 0, int64(0), uint64(7), "oooooooooo")
+	f.Fuzz(func(t *testing.T, base, ceiling int64, mult, jitter float64, mode uint8, maxRetries int, maxElapsed int64, seed uint64, ops string) {
+		s := Schedule{
+			Curve:      Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: mult, Jitter: jitter, JitterMode: JitterMode(mode)},
+			MaxRetries: maxRetries,
+			MaxElapsed: time.Duration(maxElapsed),
+			Rand:       rand.New(rand.NewPCG(seed, seed)),
+		}
+		limit := ceilingOf(s.Curve.MaxDelay)
+		stopped, overridden := false, false
+		for i, op := range []byte(ops) {
+			switch op % 3 {
+			case 0:
+				s.Override(time.Duration(int64(seed) >> (i % 64)))
+				overridden = true
+			case 1:
+				s.Reset()
+				stopped, overridden = false, false
+			default:
+				before, beforeAttempt := s.Elapsed(), s.Attempt()
+				d, ok := s.Next()
+				switch {
+				case !ok && d != 0:
+					t.Fatalf("Next() = %v, false, want 0 with false", d)
+				case ok && stopped:
+					t.Fatalf("Next() = %v, true after a false, want false until Reset", d)
+				case d < 0:
+					t.Fatalf("Next() = %v, want non-negative", d)
+				case ok && !overridden && d > limit:
+					t.Fatalf("Next() = %v, want at most %v", d, limit)
+				case ok && s.MaxElapsed > 0 && s.Elapsed() > s.MaxElapsed:
+					t.Fatalf("Elapsed() = %v past MaxElapsed %v", s.Elapsed(), s.MaxElapsed)
+				case ok && s.MaxRetries > 0 && s.Attempt() > s.MaxRetries:
+					t.Fatalf("Attempt() = %d past MaxRetries %d", s.Attempt(), s.MaxRetries)
+				case ok && (s.Attempt() != beforeAttempt+1 || s.Elapsed() < before):
+					t.Fatalf("after Next: Attempt() %d→%d, Elapsed() %v→%v", beforeAttempt, s.Attempt(), before, s.Elapsed())
+				}
+				stopped = stopped || !ok
+				overridden = false
+			}
+		}
+	})
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"120", "0", "99999999999999", "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "-1", "1.5", ""} {
+		f.Add(s, int64(0))
+	}
+	f.Fuzz(func(t *testing.T, s string, nowUnix int64) {
+		now := time.Unix(nowUnix%(1<<40), 0)
+		d, ok := ParseRetryAfter(s, now)
+		if d < 0 || (!ok && d != 0) {
+			t.Fatalf("ParseRetryAfter(%q) = %v, %v: want a non-negative wait, and 0 with false", s, d, ok)
+		}
+		trimmed := strings.TrimSpace(s)
+		digits := trimmed != "" && strings.Trim(trimmed, "0123456789") == ""
+		if digits && !ok {
+			t.Fatalf("ParseRetryAfter(%q) = %v, false, want true for delay-seconds", s, d)
+		}
+		if trimmed != "" && strings.ContainsAny(trimmed[:1], "+-") && ok {
+			t.Fatalf("ParseRetryAfter(%q) = %v, true, want false for a sign", s, d)
+		}
+	})
+}

@@ -1,0 +1,3 @@
+module github.com/unherd/backoff
+
+go 1.24

@@ -1,0 +1,142 @@
+package backoff
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Every jitter here is a closed interval [lo, hi] of whole nanoseconds,
+// computed without randomness by a *Range helper, and one uniform draw from
+// it. Value.Bounds reports the same intervals that Value.Delay draws from,
+// so the two cannot drift apart.
+
+// uniform returns a wait drawn uniformly from [lo, hi], both ends included,
+// from r, or from math/rand/v2's package-level source when r is nil. It
+// returns lo when hi ≤ lo. hi−lo+1 ≤ 2^63 always fits a uint64, which is
+// why the draw is a Uint64N and never Int64N(d+1), which overflows at
+// d = math.MaxInt64.
+func uniform(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	n := uint64(hi-lo) + 1
+	if r == nil {
+		return lo + time.Duration(rand.Uint64N(n))
+	}
+	return lo + time.Duration(r.Uint64N(n))
+}
+
+// Full returns a wait drawn uniformly from [0, delay], both ends included.
+// A delay of zero or less gives 0; delay = math.MaxInt64 is drawn from in
+// full. It is safe for concurrent use.
+func Full(delay time.Duration) time.Duration {
+	if delay <= 0 {
+		return 0
+	}
+	return uniform(nil, 0, delay)
+}
+
+// Equal returns a wait drawn uniformly from [delay/2, delay], both ends
+// included, halving with integer division. A delay of zero or less gives 0.
+// It is safe for concurrent use.
+func Equal(delay time.Duration) time.Duration {
+	if delay <= 0 {
+		return 0
+	}
+	return uniform(nil, delay/2, delay)
+}
+
+// Widen returns delay plus a random fraction of delay drawn from
+// [0, jitter): a wait drawn uniformly from the whole nanoseconds in
+// [delay, delay×(1+jitter)). jitter is normalised by [NormalJitter], so it
+// lies in [0, 1]; a jitter of 0 returns delay unchanged, and a delay of zero
+// or less gives 0.
+//
+// Near math.MaxInt64 the extra is drawn uniformly from what is left below
+// math.MaxInt64 (both ends included) instead: never past it, and never piled
+// up on it by a clamp. It is safe for concurrent use.
+func Widen(delay time.Duration, jitter float64) time.Duration {
+	lo, hi := widenRange(delay, NormalJitter(jitter), maxDuration)
+	return uniform(nil, lo, hi)
+}
+
+// widenRange returns the interval Widen draws from for a normalised jitter,
+// with the extra held to what is left below limit (delay ≤ limit).
+func widenRange(delay time.Duration, jitter float64, limit time.Duration) (lo, hi time.Duration) {
+	if delay <= 0 {
+		return 0, 0
+	}
+	room := limit - delay
+	span := float64(delay) * jitter // the extra lies in [0, span)
+	// float64(room) may round up past room; !(… < …) keeps NaN out too.
+	if !(span < float64(room)) {
+		return delay, limit
+	}
+	// The whole nanoseconds in [0, span) are 0 … ceil(span)−1, and
+	// ceil(span) ≤ room here, so delay+ceil(span)−1 < limit.
+	k := time.Duration(math.Ceil(span))
+	if k <= 1 {
+		return delay, delay
+	}
+	return delay, delay + k - 1
+}
+
+// Decorrelate returns one step of the AWS "decorrelated jitter" loop: a wait
+// drawn uniformly from [base, min(ceiling, 3×previous)], both ends included.
+// A previous wait below base is read as base, so a loop's first wait lies in
+// [base, 3×base]; 3×previous saturates at math.MaxInt64 instead of wrapping.
+// A ceiling of zero or less means none. A base of zero or less gives 0, and a
+// ceiling below base gives ceiling. It is safe for concurrent use.
+//
+// A loop feeds each wait back in as the next previous; see [Schedule], which
+// does that for you.
+func Decorrelate(base, ceiling, previous time.Duration) time.Duration {
+	lo, hi := decorrelateRange(base, ceiling, previous)
+	return uniform(nil, lo, hi)
+}
+
+func decorrelateRange(base, ceiling, previous time.Duration) (lo, hi time.Duration) {
+	if base <= 0 {
+		return 0, 0
+	}
+	limit := ceiling
+	if limit <= 0 {
+		limit = maxDuration
+	}
+	if limit <= base {
+		return limit, limit
+	}
+	previous = max(previous, base)
+	hi = maxDuration
+	if previous <= maxDuration/3 {
+		hi = 3 * previous
+	}
+	return base, min(hi, limit)
+}
+
+// AddJitter returns interval plus an extra drawn uniformly from [0, jitter):
+// the pacing of periodic work, where the spread should not grow with the
+// interval. A ticker waits AddJitter(0, jitter) before its first tick, which
+// spreads a fleet that starts together, and AddJitter(interval, jitter)
+// between ticks.
+//
+// An interval below zero is read as 0, and a jitter of zero or less adds
+// nothing. The sum never wraps: near math.MaxInt64 the extra is drawn from
+// what is left below math.MaxInt64, both ends included. It is safe for
+// concurrent use.
+func AddJitter(interval, jitter time.Duration) time.Duration {
+	lo, hi := addJitterRange(interval, jitter)
+	return uniform(nil, lo, hi)
+}
+
+func addJitterRange(interval, jitter time.Duration) (lo, hi time.Duration) {
+	interval = max(interval, 0)
+	if jitter <= 0 {
+		return interval, interval
+	}
+	if jitter-1 > maxDuration-interval {
+		return interval, maxDuration
+	}
+	return interval, interval + jitter - 1
+}
