@@ -139,23 +139,29 @@ type Value struct {
 // math.MaxInt64 without one). Delay is O(1) in attempt, does not allocate,
 // and is safe for concurrent use.
 func (v Value) Delay(attempt int) time.Duration {
-	lo, hi := v.Bounds(attempt)
-	return uniform(nil, lo, hi)
+	// The zero mode and JitterNone are the hot paths: Grow's shortcut is
+	// inlined here. Bounds gives the same interval for every mode.
+	if mode := v.JitterMode; mode == JitterFull || mode == JitterNone {
+		g, ok := doubled(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
+		if !ok {
+			g = grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
+		}
+		if mode == JitterNone {
+			return g
+		}
+		return between(0, g)
+	}
+	return between(v.Bounds(attempt))
 }
 
 // Bounds returns the closed interval [lo, hi] that Delay(attempt) draws
 // from, computed without drawing: lo = hi = g for JitterNone, [0, g] for
 // JitterFull, and so on (see [Value.Delay]). 0 ≤ lo ≤ hi ≤ the ceiling. For
 // planning a timeout, the longest n retries can wait is the sum of the his
-// of attempts 1 to n.
+// of attempts 1 to n. Bounds is O(1) in attempt, does not allocate, and is
+// safe for concurrent use.
 func (v Value) Bounds(attempt int) (lo, hi time.Duration) {
 	switch v.JitterMode {
-	case JitterNone:
-		g := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
-		return g, g
-	case JitterEqual:
-		g := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
-		return g / 2, g
 	case JitterDecorrelated:
 		prev := v.BaseDelay
 		if attempt > 1 {
@@ -164,9 +170,15 @@ func (v Value) Bounds(attempt int) (lo, hi time.Duration) {
 		return decorrelateRange(v.BaseDelay, v.MaxDelay, prev)
 	case JitterAdditive:
 		return v.additiveRange(attempt)
-	default: // JitterFull, and modes this package does not define
-		return 0, Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
 	}
+	g := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
+	switch v.JitterMode {
+	case JitterNone:
+		return g, g
+	case JitterEqual:
+		return g / 2, g
+	}
+	return 0, g // JitterFull, and modes this package does not define
 }
 
 // additiveRange holds the curve at limit/(1+j) and widens it within limit.

@@ -3,6 +3,7 @@ package backoff
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -619,6 +620,9 @@ func TestDistributionsExported(t *testing.T) {
 	chiSquareUniform(t, "Decorrelate(3, 0, 3)", 3, 7, n, func() time.Duration { return Decorrelate(3, 0, 3) })
 	chiSquareUniform(t, "AddJitter(100, 8)", 100, 8, n, func() time.Duration { return AddJitter(100, 8) })
 	ksUniform(t, "Full(MaxInt64)", 0, max, n, func() time.Duration { return Full(max) })
+	// n = 2^62+1 values: about one draw in four takes the rejection path.
+	ksUniform(t, "Equal(MaxInt64)", max/2, max, n, func() time.Duration { return Equal(max) })
+	ksUniform(t, "Decorrelate(1, 0, MaxInt64/5)", 1, max/5*3, n, func() time.Duration { return Decorrelate(1, 0, max/5) })
 	v := Value{BaseDelay: time.Second, MaxDelay: 30 * time.Second, Jitter: 0.5, JitterMode: JitterAdditive}
 	ksUniform(t, "additive at the ceiling", 20*time.Second, 30*time.Second, n, func() time.Duration { return v.Delay(40) })
 	for _, mode := range allModes[:4] {
@@ -817,16 +821,18 @@ func TestAllocs(t *testing.T) {
 	now := time.Now()
 	s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}, Rand: rand.New(rand.NewPCG(1, 2))}
 	funcs := map[string]func(){
-		"Grow":                 func() { Grow(time.Millisecond, time.Second, 1.5, 9) },
-		"Full":                 func() { Full(time.Second) },
-		"Equal":                func() { Equal(time.Second) },
-		"Widen":                func() { Widen(time.Second, 0.3) },
-		"Decorrelate":          func() { Decorrelate(time.Millisecond, time.Second, 40*time.Millisecond) },
-		"AddJitter":            func() { AddJitter(time.Second, time.Millisecond) },
-		"ParseRetryAfter":      func() { ParseRetryAfter(" 120 ", now) },
-		"ParseRetryAfter date": func() { ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now) },
-		"Schedule.Next":        func() { s.Next() },
-		"Schedule.Override":    func() { s.Override(time.Second); s.Next() },
+		"Grow":                    func() { Grow(time.Millisecond, time.Second, 1.5, 9) },
+		"Full":                    func() { Full(time.Second) },
+		"Equal":                   func() { Equal(time.Second) },
+		"Widen":                   func() { Widen(time.Second, 0.3) },
+		"Decorrelate":             func() { Decorrelate(time.Millisecond, time.Second, 40*time.Millisecond) },
+		"AddJitter":               func() { AddJitter(time.Second, time.Millisecond) },
+		"ParseRetryAfter":         func() { ParseRetryAfter(" 120 ", now) },
+		"ParseRetryAfter date":    func() { ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now) },
+		"ParseRetryAfter RFC 850": func() { ParseRetryAfter("Sunday, 06-Nov-94 08:49:37 GMT", now) },
+		"ParseRetryAfter asctime": func() { ParseRetryAfter("Sun Nov  6 08:49:37 1994", now) },
+		"Schedule.Next":           func() { s.Next() },
+		"Schedule.Override":       func() { s.Override(time.Second); s.Next() },
 	}
 	for _, mode := range allModes {
 		v := Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, Multiplier: 1.5, Jitter: 0.2, JitterMode: mode}
@@ -952,4 +958,175 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("ParseRetryAfter(%q) = %v, true, want false for a sign", s, d)
 		}
 	})
+}
+
+// Benchmarks. Compare runs with benchstat, never a single figure:
+//
+//	go test -run '^$' -bench . -benchmem -count 10 > new.txt
+
+var (
+	sinkDuration time.Duration
+	sinkBool     bool
+)
+
+func benchValue(mode JitterMode) Value {
+	return Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second, Jitter: 0.2, JitterMode: mode}
+}
+
+func BenchmarkDelay(b *testing.B) {
+	for _, mode := range allModes[:5] {
+		b.Run(mode.String(), func(b *testing.B) {
+			v := benchValue(mode)
+			for b.Loop() {
+				sinkDuration = v.Delay(7)
+			}
+		})
+	}
+}
+
+func BenchmarkBounds(b *testing.B) {
+	for _, mode := range allModes[:5] {
+		b.Run(mode.String(), func(b *testing.B) {
+			v := benchValue(mode)
+			for b.Loop() {
+				_, sinkDuration = v.Bounds(7)
+			}
+		})
+	}
+}
+
+// BenchmarkDelayAttempt shows Delay is O(1) in the attempt: 1<<40 costs no
+// more than 7, whatever the multiplier.
+func BenchmarkDelayAttempt(b *testing.B) {
+	for _, mult := range []float64{2, 1.5, 1.0001} {
+		for _, attempt := range []int{7, 1 << 40} {
+			b.Run(fmt.Sprintf("mult=%v/attempt=%d", mult, attempt), func(b *testing.B) {
+				v := Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second, Multiplier: mult}
+				for b.Loop() {
+					sinkDuration = v.Delay(attempt)
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkDelayParallel(b *testing.B) {
+	for _, mode := range []JitterMode{JitterFull, JitterNone} {
+		b.Run(mode.String(), func(b *testing.B) {
+			v := benchValue(mode)
+			b.RunParallel(func(pb *testing.PB) {
+				var d time.Duration
+				for pb.Next() {
+					d += v.Delay(7)
+				}
+				sinkDuration = d
+			})
+		})
+	}
+}
+
+// BenchmarkNext measures one wait in a long sequence: the schedule is reset
+// every 10 waits so it stays on the same part of the curve as Delay(7).
+func BenchmarkNext(b *testing.B) {
+	for _, mode := range allModes[:5] {
+		b.Run(mode.String(), func(b *testing.B) {
+			s := Schedule{Curve: benchValue(mode)}
+			for b.Loop() {
+				if s.Attempt() == 10 {
+					s.Reset()
+				}
+				sinkDuration, sinkBool = s.Next()
+			}
+		})
+	}
+}
+
+func BenchmarkNextSeeded(b *testing.B) {
+	s := Schedule{Curve: benchValue(JitterFull), Rand: rand.New(rand.NewPCG(1, 2))}
+	for b.Loop() {
+		if s.Attempt() == 10 {
+			s.Reset()
+		}
+		sinkDuration, sinkBool = s.Next()
+	}
+}
+
+func BenchmarkGrow(b *testing.B) {
+	for _, mult := range []float64{2, 1.5} {
+		b.Run(fmt.Sprintf("mult=%v", mult), func(b *testing.B) {
+			for b.Loop() {
+				sinkDuration = Grow(100*time.Millisecond, 30*time.Second, mult, 7)
+			}
+		})
+	}
+}
+
+func BenchmarkHelpers(b *testing.B) {
+	d := 6400 * time.Millisecond
+	b.Run("Full", func(b *testing.B) {
+		for b.Loop() {
+			sinkDuration = Full(d)
+		}
+	})
+	b.Run("Equal", func(b *testing.B) {
+		for b.Loop() {
+			sinkDuration = Equal(d)
+		}
+	})
+	b.Run("Widen", func(b *testing.B) {
+		for b.Loop() {
+			sinkDuration = Widen(d, 0.2)
+		}
+	})
+	b.Run("Decorrelate", func(b *testing.B) {
+		for b.Loop() {
+			sinkDuration = Decorrelate(100*time.Millisecond, 30*time.Second, d)
+		}
+	})
+	b.Run("AddJitter", func(b *testing.B) {
+		for b.Loop() {
+			sinkDuration = AddJitter(time.Minute, 5*time.Second)
+		}
+	})
+	b.Run("NormalMultiplier", func(b *testing.B) {
+		m := math.NaN()
+		for b.Loop() {
+			m = NormalMultiplier(m)
+		}
+		sinkDuration = time.Duration(m)
+	})
+	b.Run("NormalJitter", func(b *testing.B) {
+		j := 3.0
+		for b.Loop() {
+			j = NormalJitter(j)
+		}
+		sinkDuration = time.Duration(j)
+	})
+}
+
+func BenchmarkParseRetryAfter(b *testing.B) {
+	now := time.Date(1994, time.November, 6, 8, 49, 0, 0, time.UTC)
+	for _, s := range []string{"120", "Sun, 06 Nov 1994 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"} {
+		b.Run(s[:3], func(b *testing.B) {
+			for b.Loop() {
+				sinkDuration, sinkBool = ParseRetryAfter(s, now)
+			}
+		})
+	}
+}
+
+func BenchmarkValueString(b *testing.B) {
+	v := benchValue(JitterFull)
+	for b.Loop() {
+		_ = v.String()
+	}
+}
+
+func BenchmarkJitterModeText(b *testing.B) {
+	var m JitterMode
+	text := []byte("Decorrelated")
+	for b.Loop() {
+		_ = m.UnmarshalText(text)
+		_, _ = m.MarshalText()
+	}
 }

@@ -31,6 +31,25 @@ const maxDuration = time.Duration(math.MaxInt64)
 // that a result may differ from the exact product by a few nanoseconds more
 // than its rounding.
 func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Duration {
+	if d, ok := doubled(base, ceiling, multiplier, attempt); ok {
+		return d
+	}
+	return grow(base, ceiling, multiplier, attempt)
+}
+
+// doubled is Grow's common case, small enough to inline into Grow's callers:
+// doubling (the zero multiplier or 2) below a ceiling is a shift. It reports
+// false for every other case. base ≤ ceiling>>n also means the ceiling is
+// set, and attempt−1 as a uint below 63 means attempt is in [1, 63].
+func doubled(base, ceiling time.Duration, multiplier float64, attempt int) (time.Duration, bool) {
+	if n := uint(attempt - 1); n < 63 && base > 0 && base <= ceiling>>n && (multiplier == 2 || multiplier == 0) {
+		return base << n, true
+	}
+	return 0, false
+}
+
+// grow is Grow without the inlined shortcut.
+func grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Duration {
 	if base <= 0 {
 		return 0
 	}

@@ -140,12 +140,21 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if strings.IndexByte(value, '.') >= 0 {
 		return 0, false // time.Parse would accept fractional seconds
 	}
-	for _, layout := range [...]string{imfFixdate, rfc850Date, asctime} {
-		if t, err := time.Parse(layout, value); err == nil {
-			return max(t.Sub(now), 0), true
-		}
+	// The comma tells the three forms apart, so one parse is tried, and a
+	// failed one (which allocates its error) is never tried first.
+	layout := asctime // "Sun Nov  6 08:49:37 1994"
+	switch strings.IndexByte(value, ',') {
+	case -1:
+	case 3:
+		layout = imfFixdate // "Sun, 06 Nov 1994 08:49:37 GMT"
+	default:
+		layout = rfc850Date // "Sunday, 06-Nov-94 08:49:37 GMT"
 	}
-	return 0, false
+	t, err := time.Parse(layout, value)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
 }
 
 // parseSeconds reads 1*DIGIT as seconds, saturating at math.MaxInt64 ns.
