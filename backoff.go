@@ -23,6 +23,8 @@ package backoff
 import (
 	"errors"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -139,19 +141,30 @@ type Value struct {
 // math.MaxInt64 without one). Delay is O(1) in attempt, does not allocate,
 // and is safe for concurrent use.
 func (v Value) Delay(attempt int) time.Duration {
-	// The zero mode and JitterNone are the hot paths: Grow's shortcut is
-	// inlined here. Bounds gives the same interval for every mode.
-	if mode := v.JitterMode; mode == JitterFull || mode == JitterNone {
-		g, ok := doubled(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
-		if !ok {
-			g = grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
-		}
-		if mode == JitterNone {
+	// The defaults (doubling under a ceiling, full jitter or none) are the
+	// hot path: Grow's shortcut and the draw are written out here, so that
+	// the only call is to the random source. Everything else goes through
+	// Bounds, which gives the same interval for every mode.
+	if g, ok := doubled(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt); ok {
+		switch v.JitterMode {
+		case JitterFull:
+			n := uint64(g) + 1 // between(0, g), by hand
+			x, frac := bits.Mul64(rand.Uint64(), n)
+			if frac < n {
+				x = reject(n, x, frac)
+			}
+			return time.Duration(x)
+		case JitterNone:
 			return g
 		}
-		return between(0, g)
 	}
-	return between(v.Bounds(attempt))
+	return v.delay(attempt)
+}
+
+// delay is Delay off its hot path.
+func (v Value) delay(attempt int) time.Duration {
+	lo, hi := v.Bounds(attempt)
+	return between(lo, hi)
 }
 
 // Bounds returns the closed interval [lo, hi] that Delay(attempt) draws

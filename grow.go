@@ -38,14 +38,18 @@ func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 }
 
 // doubled is Grow's common case, small enough to inline into Grow's callers:
-// doubling (the zero multiplier or 2) below a ceiling is a shift. It reports
-// false for every other case. base ≤ ceiling>>n also means the ceiling is
-// set, and attempt−1 as a uint below 63 means attempt is in [1, 63].
+// a positive base doubling (the zero multiplier, or 2) under a set ceiling
+// is a shift, or the ceiling once the shift would pass it. It reports false
+// for every other case. attempt−1 as a uint below 63 means attempt is in
+// [1, 63]; past 63 doublings any positive base is past any ceiling.
 func doubled(base, ceiling time.Duration, multiplier float64, attempt int) (time.Duration, bool) {
-	if n := uint(attempt - 1); n < 63 && base > 0 && base <= ceiling>>n && (multiplier == 2 || multiplier == 0) {
+	if base <= 0 || ceiling <= 0 || !(multiplier == 2 || multiplier == 0) {
+		return 0, false
+	}
+	if n := uint(max(attempt, 1) - 1); n < 63 && base <= ceiling>>n {
 		return base << n, true
 	}
-	return 0, false
+	return ceiling, true
 }
 
 // grow is Grow without the inlined shortcut.

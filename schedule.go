@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -48,9 +49,24 @@ func (s *Schedule) Next() (time.Duration, bool) {
 		s.stopped = true
 		return 0, false
 	}
-	d := s.override
-	if !s.overridden {
-		d = s.compute()
+	var d time.Duration
+	switch {
+	case s.overridden:
+		d = s.override
+	case s.Rand == nil && s.Curve.JitterMode != JitterDecorrelated:
+		v := &s.Curve
+		if g, ok := doubled(v.BaseDelay, v.MaxDelay, v.Multiplier, s.step+1); ok && v.JitterMode == JitterFull {
+			n := uint64(g) + 1 // Delay's hot path, by hand: between(0, g)
+			x, frac := bits.Mul64(rand.Uint64(), n)
+			if frac < n {
+				x = reject(n, x, frac)
+			}
+			d = time.Duration(x)
+		} else {
+			d = v.Delay(s.step + 1)
+		}
+	default:
+		d = s.draw()
 	}
 	total := maxDuration
 	if d <= maxDuration-s.elapsed {
@@ -71,15 +87,15 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	return d, true
 }
 
-// compute draws the curve's next wait, without advancing.
-func (s *Schedule) compute() time.Duration {
-	v := s.Curve
-	var lo, hi time.Duration
+// draw is the curve's next wait from s.Rand, or the decorrelated step from
+// the previous wait; Next's common case calls Delay instead.
+func (s *Schedule) draw() time.Duration {
+	v := &s.Curve
 	if v.JitterMode == JitterDecorrelated {
-		lo, hi = decorrelateRange(v.BaseDelay, v.MaxDelay, s.previous)
-	} else {
-		lo, hi = v.Bounds(s.step + 1)
+		lo, hi := decorrelateRange(v.BaseDelay, v.MaxDelay, s.previous)
+		return uniform(s.Rand, lo, hi)
 	}
+	lo, hi := v.Bounds(s.step + 1)
 	return uniform(s.Rand, lo, hi)
 }
 
