@@ -30,7 +30,7 @@ var hostiles = []hostile{
 // tally is what one library did over one or more configurations.
 type tally struct {
 	waits, negative, aboveCap, panics, hangs int
-	atCap                                    int // jittered waits exactly at the cap: jitter lost
+	atCap                                    int    // jittered waits exactly at the cap: jitter lost
 	first                                    string // the first misbehaviour seen
 	skipped                                  []string
 }
