@@ -24,12 +24,12 @@ const maxDuration = time.Duration(math.MaxInt64)
 // any conversion to int64, so no value at or past the bound is ever
 // converted, and the result never exceeds the ceiling. When the multiplier is
 // a power of two the result is exact to the nanosecond (it is a shift).
-// Otherwise it is float64(base) × multiplier^(attempt−1) truncated to whole
+// Otherwise it is float64(base) × multiplier^(attempt−1), truncated to whole
 // nanoseconds, with the power computed by repeated squaring as [math.Pow]
-// does for an integer exponent (the same bits on every architecture); float64
-// holds every nanosecond exactly only up to 2^53 ns (about 104 days), so past
-// that a result may differ from the exact product by a few nanoseconds more
-// than its rounding.
+// does for an integer exponent: multiplications only, so the same bits on
+// every architecture. float64 holds every nanosecond exactly only up to
+// 2^53 ns (about 104 days); past that a result may differ from the exact
+// product by a few nanoseconds.
 func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Duration {
 	if d, ok := doubled(base, ceiling, multiplier, attempt); ok {
 		return d
@@ -40,8 +40,8 @@ func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 // doubled is Grow's common case, small enough to inline into Grow's callers:
 // a positive base doubling (the zero multiplier, or 2) under a set ceiling
 // is a shift, or the ceiling once the shift would pass it. It reports false
-// for every other case. attempt−1 as a uint below 63 means attempt is in
-// [1, 63]; past 63 doublings any positive base is past any ceiling.
+// for every other case. An attempt below 1 is read as 1, as in Grow; past 62
+// doublings any positive base is past any ceiling.
 func doubled(base, ceiling time.Duration, multiplier float64, attempt int) (time.Duration, bool) {
 	if base <= 0 || ceiling <= 0 || !(multiplier == 2 || multiplier == 0) {
 		return 0, false

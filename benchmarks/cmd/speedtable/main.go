@@ -1,0 +1,109 @@
+// Command speedtable reads `go test -bench` output for this module's speed
+// benchmarks on standard input and prints the README's speed tables: the
+// median ns/op of each library's call, as a multiple of the floor's median
+// in the same run. (benchstat reports the same medians, with their spread.)
+//
+//	go run ./cmd/speedtable < testdata/bench.txt
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+var line = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op\s+([\d.]+) allocs/op)?`)
+
+type sample struct{ ns, bytes, allocs []float64 }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return -1
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func main() {
+	samples := map[string]*sample{}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		s := samples[m[1]]
+		if s == nil {
+			s = &sample{}
+			samples[m[1]] = s
+		}
+		ns, _ := strconv.ParseFloat(m[2], 64)
+		s.ns = append(s.ns, ns)
+		if m[3] != "" {
+			b, _ := strconv.ParseFloat(m[3], 64)
+			a, _ := strconv.ParseFloat(m[4], 64)
+			s.bytes, s.allocs = append(s.bytes, b), append(s.allocs, a)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		log.Fatal(err)
+	}
+	ns := func(name string) float64 {
+		if s := samples[name]; s != nil {
+			return median(s.ns)
+		}
+		return -1
+	}
+	cell := func(group, key string) string {
+		v, floor := ns(group+"/"+key), ns(group+"/floor")
+		switch {
+		case v < 0:
+			return "–"
+		case v >= 1000:
+			return fmt.Sprintf("%.2f µs (×%.0f)", v/1000, v/floor)
+		}
+		return fmt.Sprintf("%.1f (×%.2f)", v, v/floor)
+	}
+	rows := []struct{ key, label string }{
+		{"floor", "floor: one shift, one draw"},
+		{"unherd-Value.Delay", "**unherd/backoff `Value.Delay`**"},
+		{"unherd-Schedule.Next", "**unherd/backoff `Schedule.Next`**"},
+		{"cenkalti-v5", "cenkalti/backoff/v5 `NextBackOff`"},
+		{"cenkalti-v4", "cenkalti/backoff/v4 `NextBackOff`"},
+		{"k8s-wait", "k8s.io/apimachinery `wait.Backoff.Step`"},
+		{"jpillora", "jpillora/backoff `ForAttempt`"},
+		{"sethvargo", "sethvargo/go-retry `Next`"},
+		{"avast-v4", "avast/retry-go/v4 `FullJitterBackoffDelay`, `BackOffDelay`"},
+		{"aws-v2", "aws-sdk-go-v2 `ExponentialJitterBackoff`"},
+		{"retryablehttp-LinearJitter", "go-retryablehttp `LinearJitterBackoff`"},
+		{"retryablehttp-Default", "go-retryablehttp `DefaultBackoff`"},
+	}
+	fmt.Println("| library | full jitter, ns/op | in parallel | jitter off, ns/op | in parallel | allocs/op (B/op) |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		s := samples["Full/"+r.key]
+		if s == nil {
+			s = samples["None/"+r.key]
+		}
+		allocs := "–"
+		if s != nil && len(s.allocs) > 0 {
+			allocs = fmt.Sprintf("%.0f (%.0f)", median(s.allocs), median(s.bytes))
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.label, cell("Full", r.key), cell("FullParallel", r.key), cell("None", r.key), cell("NoneParallel", r.key), allocs)
+	}
+	fmt.Println()
+	fmt.Println("| `Value.Delay`, multiplier | attempt 7, ns/op | attempt 1<<40, ns/op | ratio |")
+	fmt.Println("|---|--:|--:|--:|")
+	for _, m := range []string{"2", "1.5", "1.0001"} {
+		a, b := ns("Attempt/mult="+m+"/attempt=7"), ns("Attempt/mult="+m+"/attempt=1099511627776")
+		fmt.Printf("| %s | %.1f | %.1f | ×%.2f |\n", m, a, b, b/a)
+	}
+}
