@@ -149,8 +149,9 @@ func decorrelateRange(base, ceiling, previous time.Duration) (lo, hi time.Durati
 //
 // An interval below zero is read as 0, and a jitter of zero or less adds
 // nothing. The sum never wraps: near math.MaxInt64 the extra is drawn from
-// what is left below math.MaxInt64, both ends included. It is safe for
-// concurrent use.
+// what is left below math.MaxInt64, both ends included. (Saturating the sum
+// instead would put most draws exactly on math.MaxInt64; the spread is
+// kept, as Widen keeps it.) It is safe for concurrent use.
 func AddJitter(interval, jitter time.Duration) time.Duration {
 	lo, hi := addJitterRange(interval, jitter)
 	return between(lo, hi)
