@@ -18,7 +18,8 @@ func Tables(results [][]Summary, trials int, seed uint64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Model: AWS \"Exponential Backoff And Jitter\" (2015); base %v, cap %v, additive jitter %v; %d trials per client count, seed %d.\n\n", HerdBase, HerdCap, AdditiveJitter, trials, seed)
 
-	header := func(title string) {
+	// table writes one row per strategy and one column per client count.
+	table := func(title string, cell func(Summary) string) {
 		fmt.Fprintf(&b, "%s\n\n| strategy |", title)
 		for _, row := range results {
 			fmt.Fprintf(&b, " N=%d |", row[0].N)
@@ -28,24 +29,19 @@ func Tables(results [][]Summary, trials int, seed uint64) string {
 			b.WriteString("--:|")
 		}
 		b.WriteString("\n")
-	}
-	header("Work: conditional writes that reached the server, mean per trial (× full jitter's, paired)")
-	for s := range Strategies {
-		fmt.Fprintf(&b, "| %s |", results[0][s].Strategy)
-		for _, row := range results {
-			fmt.Fprintf(&b, " %.0f (×%.2f) |", row[s].Work, row[s].WorkVsFull)
+		for s := range Strategies {
+			fmt.Fprintf(&b, "| %s |", results[0][s].Strategy)
+			for _, row := range results {
+				fmt.Fprintf(&b, " %s |", cell(row[s]))
+			}
+			b.WriteString("\n")
 		}
-		b.WriteString("\n")
 	}
+	table("Work: conditional writes that reached the server, mean per trial (× full jitter's, paired)",
+		func(s Summary) string { return fmt.Sprintf("%.0f (×%.2f)", s.Work, s.WorkVsFull) })
 	b.WriteString("\n")
-	header("Completion: when the last client has its success, ms, mean per trial (× full jitter's, paired)")
-	for s := range Strategies {
-		fmt.Fprintf(&b, "| %s |", results[0][s].Strategy)
-		for _, row := range results {
-			fmt.Fprintf(&b, " %s (×%.2f) |", ms(row[s].Completion), row[s].TimeVsFull)
-		}
-		b.WriteString("\n")
-	}
+	table("Completion: when the last client has its success, ms, mean per trial (× full jitter's, paired)",
+		func(s Summary) string { return fmt.Sprintf("%s (×%.2f)", ms(s.Completion), s.TimeVsFull) })
 
 	focus := results[0]
 	for _, row := range results {
