@@ -99,22 +99,8 @@ var fullJitter = []contender{
 		b := &jpillora.Backoff{Min: base, Max: cap, Factor: 2, Jitter: true}
 		return func(a int) time.Duration { return b.ForAttempt(float64(a - 1)) }
 	}},
-	{"sethvargo", func() func(int) time.Duration {
-		var b sethvargo.Backoff
-		return func(a int) time.Duration {
-			if a == 1 {
-				b = sethvargo.WithFullJitter(sethvargo.WithCappedDuration(cap, sethvargo.NewExponential(base)))
-			}
-			d, _ := b.Next()
-			return d
-		}
-	}},
-	{"avast-v4", func() func(int) time.Duration {
-		cfg := &avast.Config{}
-		avast.Delay(base)(cfg)
-		avast.MaxDelay(cap)(cfg)
-		return func(a int) time.Duration { return min(avast.FullJitterBackoffDelay(uint(a), errFail, cfg), cap) }
-	}},
+	{"sethvargo", sethvargoSequence(true)},
+	{"avast-v4", avastSequence(avast.FullJitterBackoffDelay)},
 	{"aws-v2", func() func(int) time.Duration {
 		b := awsretry.NewExponentialJitterBackoff(cap) // its base is fixed at 1s
 		return func(a int) time.Duration {
@@ -175,22 +161,8 @@ var noJitter = []contender{
 		b := &jpillora.Backoff{Min: base, Max: cap, Factor: 2}
 		return func(a int) time.Duration { return b.ForAttempt(float64(a - 1)) }
 	}},
-	{"sethvargo", func() func(int) time.Duration {
-		var b sethvargo.Backoff
-		return func(a int) time.Duration {
-			if a == 1 {
-				b = sethvargo.WithCappedDuration(cap, sethvargo.NewExponential(base))
-			}
-			d, _ := b.Next()
-			return d
-		}
-	}},
-	{"avast-v4", func() func(int) time.Duration {
-		cfg := &avast.Config{}
-		avast.Delay(base)(cfg)
-		avast.MaxDelay(cap)(cfg)
-		return func(a int) time.Duration { return min(avast.BackOffDelay(uint(a), errFail, cfg), cap) }
-	}},
+	{"sethvargo", sethvargoSequence(false)},
+	{"avast-v4", avastSequence(avast.BackOffDelay)},
 	{"retryablehttp-Default", func() func(int) time.Duration {
 		return func(a int) time.Duration { return retryablehttp.DefaultBackoff(base, cap, a-1, nil) }
 	}},
@@ -204,6 +176,35 @@ var noJitter = []contender{
 			return b.Step()
 		}
 	}},
+}
+
+// sethvargoSequence rebuilds go-retry's capped exponential (jittered or not)
+// at the start of each sequence: it has no Reset.
+func sethvargoSequence(fullJitter bool) func() func(int) time.Duration {
+	return func() func(int) time.Duration {
+		var b sethvargo.Backoff
+		return func(a int) time.Duration {
+			if a == 1 {
+				b = sethvargo.WithCappedDuration(cap, sethvargo.NewExponential(base))
+				if fullJitter {
+					b = sethvargo.WithFullJitter(b)
+				}
+			}
+			d, _ := b.Next()
+			return d
+		}
+	}
+}
+
+// avastSequence calls one of retry-go's delay types and clamps at MaxDelay,
+// as its Do loop does.
+func avastSequence(delay avast.DelayTypeFunc) func() func(int) time.Duration {
+	return func() func(int) time.Duration {
+		cfg := &avast.Config{}
+		avast.Delay(base)(cfg)
+		avast.MaxDelay(cap)(cfg)
+		return func(a int) time.Duration { return min(delay(uint(a), errFail, cfg), cap) }
+	}
 }
 
 func runSequential(b *testing.B, cs []contender) {
