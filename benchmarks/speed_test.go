@@ -67,16 +67,7 @@ var fullJitter = []contender{
 	{"unherd-Value.Delay", func() func(int) time.Duration {
 		return backoff.Value{BaseDelay: base, MaxDelay: cap}.Delay
 	}},
-	{"unherd-Schedule.Next", func() func(int) time.Duration {
-		s := &backoff.Schedule{Curve: backoff.Value{BaseDelay: base, MaxDelay: cap}}
-		return func(a int) time.Duration {
-			if a == 1 {
-				s.Reset()
-			}
-			d, _ := s.Next()
-			return d
-		}
-	}},
+	{"unherd-Schedule.Next", scheduleSequence(backoff.JitterFull)},
 	{"cenkalti-v4", func() func(int) time.Duration {
 		b := cenkaltiv4.NewExponentialBackOff(cenkaltiv4.WithInitialInterval(base), cenkaltiv4.WithMaxInterval(cap), cenkaltiv4.WithMultiplier(2), cenkaltiv4.WithMaxElapsedTime(0))
 		return func(a int) time.Duration {
@@ -129,16 +120,7 @@ var noJitter = []contender{
 	{"unherd-Value.Delay", func() func(int) time.Duration {
 		return backoff.Value{BaseDelay: base, MaxDelay: cap, JitterMode: backoff.JitterNone}.Delay
 	}},
-	{"unherd-Schedule.Next", func() func(int) time.Duration {
-		s := &backoff.Schedule{Curve: backoff.Value{BaseDelay: base, MaxDelay: cap, JitterMode: backoff.JitterNone}}
-		return func(a int) time.Duration {
-			if a == 1 {
-				s.Reset()
-			}
-			d, _ := s.Next()
-			return d
-		}
-	}},
+	{"unherd-Schedule.Next", scheduleSequence(backoff.JitterNone)},
 	{"cenkalti-v4", func() func(int) time.Duration {
 		b := cenkaltiv4.NewExponentialBackOff(cenkaltiv4.WithInitialInterval(base), cenkaltiv4.WithMaxInterval(cap), cenkaltiv4.WithMultiplier(2), cenkaltiv4.WithMaxElapsedTime(0), cenkaltiv4.WithRandomizationFactor(0))
 		return func(a int) time.Duration {
@@ -176,6 +158,20 @@ var noJitter = []contender{
 			return b.Step()
 		}
 	}},
+}
+
+// scheduleSequence runs our Schedule, reset at the start of each sequence.
+func scheduleSequence(mode backoff.JitterMode) func() func(int) time.Duration {
+	return func() func(int) time.Duration {
+		s := &backoff.Schedule{Curve: backoff.Value{BaseDelay: base, MaxDelay: cap, JitterMode: mode}}
+		return func(a int) time.Duration {
+			if a == 1 {
+				s.Reset()
+			}
+			d, _ := s.Next()
+			return d
+		}
+	}
 }
 
 // sethvargoSequence rebuilds go-retry's capped exponential (jittered or not)
