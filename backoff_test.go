@@ -1,12 +1,15 @@
 package backoff
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -724,6 +727,168 @@ func TestScheduleOverride(t *testing.T) {
 	}
 }
 
+// fakeClock stands in for the clock Next reads, for one test: it returns
+// the time set last, and counts its reads.
+func fakeClock(t *testing.T, at time.Time) (set func(time.Time), reads *int) {
+	t.Helper()
+	cur, n := at, 0
+	clock = func() time.Time { n++; return cur }
+	t.Cleanup(func() { clock = time.Now })
+	return func(x time.Time) { cur = x }, &n
+}
+
+// TestScheduleDeadline: a wait that would end after Deadline is refused, and
+// refused again until Reset, which keeps Deadline.
+func TestScheduleDeadline(t *testing.T) {
+	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
+	set, _ := fakeClock(t, t0)
+	s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: t0.Add(time.Second)}
+	if d, ok := s.Next(); d != 300*time.Millisecond || !ok {
+		t.Fatalf("Next() = %v, %v, want 300ms, true", d, ok)
+	}
+	set(t0.Add(300 * time.Millisecond))
+	if d, ok := s.Next(); d != 600*time.Millisecond || !ok { // ends at t0+900ms
+		t.Fatalf("Next() = %v, %v, want 600ms, true", d, ok)
+	}
+	set(t0.Add(900 * time.Millisecond))
+	if d, ok := s.Next(); d != 0 || ok { // 1.2s would end at t0+2.1s
+		t.Fatalf("Next() with 100ms left = %v, %v, want 0, false", d, ok)
+	}
+	set(t0) // time does not run backwards, but were it to: still over
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Fatalf("Next() after false = %v, %v, want 0, false until Reset", d, ok)
+	}
+	if s.Attempt() != 2 || s.Elapsed() != 900*time.Millisecond {
+		t.Errorf("Attempt(), Elapsed() = %d, %v, want 2, 900ms: a refused wait is not counted", s.Attempt(), s.Elapsed())
+	}
+	s.Reset()
+	if s.Deadline != t0.Add(time.Second) {
+		t.Fatalf("Reset dropped Deadline: %v", s.Deadline)
+	}
+	if d, ok := s.Next(); d != 300*time.Millisecond || !ok {
+		t.Fatalf("Next() after Reset = %v, %v, want 300ms, true", d, ok)
+	}
+
+	// The edge: a wait ending at Deadline is handed out, one ending a
+	// nanosecond after is not.
+	set(t0)
+	for _, tt := range []struct {
+		deadline time.Time
+		ok       bool
+	}{
+		{t0.Add(300 * time.Millisecond), true},
+		{t0.Add(300*time.Millisecond - 1), false},
+		{t0, false},
+		{t0.Add(-time.Hour), false},
+		{time.Unix(0, 0), false},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), true},
+	} {
+		s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: tt.deadline}
+		if _, ok := s.Next(); ok != tt.ok {
+			t.Errorf("Deadline now%+v: Next() ok = %v, want %v", tt.deadline.Sub(t0), ok, tt.ok)
+		}
+	}
+	// A zero wait still needs the deadline not to have passed.
+	s = Schedule{Deadline: t0}
+	if _, ok := s.Next(); !ok {
+		t.Errorf("zero wait at the deadline: Next() = false, want true")
+	}
+	s = Schedule{Deadline: t0.Add(-1)}
+	if _, ok := s.Next(); ok {
+		t.Errorf("zero wait past the deadline: Next() = true, want false")
+	}
+}
+
+// TestScheduleDeadlineOverride: a server's Retry-After is refused like any
+// other wait that would end after Deadline, and MaxDelay does not cap it.
+func TestScheduleDeadlineOverride(t *testing.T) {
+	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
+	fakeClock(t, t0)
+	s := Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, JitterMode: JitterNone}, Deadline: t0.Add(1500 * time.Millisecond)}
+	s.Override(1400 * time.Millisecond) // fits, above MaxDelay
+	if d, ok := s.Next(); d != 1400*time.Millisecond || !ok {
+		t.Fatalf("Next() after Override(1.4s) = %v, %v, want 1.4s, true", d, ok)
+	}
+	s.Reset()
+	s.Override(3 * time.Second) // Retry-After: 3, with 1.5s left
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Fatalf("Next() after Override(3s) = %v, %v, want 0, false", d, ok)
+	}
+	if d, ok := s.Next(); d != 0 || ok { // the curve's 10ms would fit, but the sequence is over
+		t.Fatalf("Next() after a refused override = %v, %v, want 0, false", d, ok)
+	}
+	// Without MaxElapsed or Deadline, nothing caps an override.
+	s = Schedule{Curve: Value{BaseDelay: time.Second, MaxDelay: 10 * time.Second}, MaxRetries: 5}
+	s.Override(24 * time.Hour)
+	if d, ok := s.Next(); d != 24*time.Hour || !ok {
+		t.Fatalf("Next() after Override(24h), no limit on time = %v, %v, want 24h, true", d, ok)
+	}
+}
+
+// TestScheduleClockRead: Next reads the clock once per wait with Deadline
+// set, and never without it.
+func TestScheduleClockRead(t *testing.T) {
+	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
+	_, reads := fakeClock(t, t0)
+	for _, mode := range allModes {
+		s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, JitterMode: mode}, MaxRetries: 50, MaxElapsed: time.Hour}
+		for i := range 60 {
+			if i%5 == 0 {
+				s.Override(time.Millisecond)
+			}
+			s.Next()
+		}
+		s = Schedule{Curve: Value{BaseDelay: time.Millisecond, JitterMode: mode}, Rand: rand.New(rand.NewPCG(1, 1))}
+		for range 60 {
+			s.Next()
+		}
+	}
+	if *reads != 0 {
+		t.Fatalf("Next() without Deadline read the clock %d times, want 0", *reads)
+	}
+	s := Schedule{Curve: Value{BaseDelay: time.Millisecond}, Deadline: t0.Add(time.Hour)}
+	for range 10 {
+		s.Next()
+	}
+	if *reads != 10 {
+		t.Fatalf("Next() ×10 with Deadline read the clock %d times, want 10", *reads)
+	}
+}
+
+// TestScheduleDeadlineRealClock runs a real loop, with real timers, under a
+// context's deadline: the Schedule ends it before the context expires.
+func TestScheduleDeadlineRealClock(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	s := Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, JitterMode: JitterNone}}
+	s.Deadline, _ = ctx.Deadline()
+	timer := time.NewTimer(0)
+	<-timer.C
+	for {
+		wait, ok := s.Next()
+		if !ok {
+			break
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			t.Fatalf("slept into the deadline after %d waits (%v): the last wait was %v", s.Attempt(), s.Elapsed(), wait)
+		case <-timer.C:
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Next() reported false only after the deadline passed")
+	}
+	// 10+20+40+80ms fit in 300ms; the next wait, 160ms, cannot, and no
+	// wait could fit if the timers ran very late.
+	if n := s.Attempt(); n > 4 {
+		t.Errorf("handed out %d waits, want at most 4 within 300ms", n)
+	}
+	if next := Grow(10*time.Millisecond, 0, 2, s.Attempt()+1); !time.Now().Add(next).After(s.Deadline) {
+		t.Errorf("refused a wait of %v that would have ended by the deadline", next)
+	}
+}
+
 // TestScheduleDecorrelated checks the real loop: each wait is drawn from the
 // wait handed out before, and an override does not feed it.
 func TestScheduleDecorrelated(t *testing.T) {
@@ -820,6 +985,7 @@ func TestParseRetryAfter(t *testing.T) {
 func TestAllocs(t *testing.T) {
 	now := time.Now()
 	s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}, Rand: rand.New(rand.NewPCG(1, 2))}
+	d := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}, Deadline: time.Now().Add(time.Hour)}
 	funcs := map[string]func(){
 		"Grow":                    func() { Grow(time.Millisecond, time.Second, 1.5, 9) },
 		"Full":                    func() { Full(time.Second) },
@@ -833,6 +999,7 @@ func TestAllocs(t *testing.T) {
 		"ParseRetryAfter asctime": func() { ParseRetryAfter("Sun Nov  6 08:49:37 1994", now) },
 		"Schedule.Next":           func() { s.Next() },
 		"Schedule.Override":       func() { s.Override(time.Second); s.Next() },
+		"Schedule.Next deadline":  func() { d.Reset(); d.Next() },
 	}
 	for _, mode := range allModes {
 		v := Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, Multiplier: 1.5, Jitter: 0.2, JitterMode: mode}
@@ -894,14 +1061,21 @@ func FuzzDelay(f *testing.F) {
 }
 
 func FuzzSchedule(f *testing.F) {
-	f.Add(int64(time.Millisecond), int64(time.Second), 2.0, 0.2, uint8(2), 5, int64(time.Minute), uint64(1), "nnonn")
-	f.Add(int64(math.MaxInt64), int64(0), math.Inf(1), math.NaN(), uint8(3), 0, int64(0), uint64(7), "oooooooooo")
-	f.Fuzz(func(t *testing.T, base, ceiling int64, mult, jitter float64, mode uint8, maxRetries int, maxElapsed int64, seed uint64, ops string) {
+	f.Add(int64(time.Millisecond), int64(time.Second), 2.0, 0.2, uint8(2), 5, int64(time.Minute), int64(0), uint64(1), "nnonn")
+	f.Add(int64(math.MaxInt64), int64(0), math.Inf(1), math.NaN(), uint8(3), 0, int64(0), int64(time.Second), uint64(7), "oooooooooo")
+	f.Add(int64(time.Second), int64(0), 1.5, 0.0, uint8(4), 0, int64(0), int64(-1), uint64(3), "nnnrnn")
+	f.Fuzz(func(t *testing.T, base, ceiling int64, mult, jitter float64, mode uint8, maxRetries int, maxElapsed, deadline int64, seed uint64, ops string) {
+		// The clock stands still at t0; Deadline, when set, is t0+deadline.
+		t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
+		fakeClock(t, t0)
 		s := Schedule{
 			Curve:      Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: mult, Jitter: jitter, JitterMode: JitterMode(mode)},
 			MaxRetries: maxRetries,
 			MaxElapsed: time.Duration(maxElapsed),
 			Rand:       rand.New(rand.NewPCG(seed, seed)),
+		}
+		if deadline != 0 {
+			s.Deadline = t0.Add(time.Duration(deadline))
 		}
 		limit := ceilingOf(s.Curve.MaxDelay)
 		stopped, overridden := false, false
@@ -927,6 +1101,8 @@ func FuzzSchedule(f *testing.F) {
 					t.Fatalf("Next() = %v, want at most %v", d, limit)
 				case ok && s.MaxElapsed > 0 && s.Elapsed() > s.MaxElapsed:
 					t.Fatalf("Elapsed() = %v past MaxElapsed %v", s.Elapsed(), s.MaxElapsed)
+				case ok && deadline != 0 && d > s.Deadline.Sub(t0):
+					t.Fatalf("Next() = %v, true, which ends after Deadline (t0%+v)", d, time.Duration(deadline))
 				case ok && s.MaxRetries > 0 && s.Attempt() > s.MaxRetries:
 					t.Fatalf("Attempt() = %d past MaxRetries %d", s.Attempt(), s.MaxRetries)
 				case ok && (s.Attempt() != beforeAttempt+1 || s.Elapsed() < before):
@@ -1129,4 +1305,417 @@ func BenchmarkJitterModeText(b *testing.B) {
 		_ = m.UnmarshalText(text)
 		_, _ = m.MarshalText()
 	}
+}
+
+// Policies as text.
+
+func TestPolicyTextCanonical(t *testing.T) {
+	const ms = time.Millisecond
+	values := []struct {
+		v    Value
+		want string
+	}{
+		{Value{BaseDelay: 100 * ms, MaxDelay: 30 * time.Second}, "100ms×2 up to 30s, full jitter"},
+		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Multiplier: 1.5, JitterMode: JitterDecorrelated}, "1s×1.5 up to 1m0s, decorrelated jitter"},
+		{Value{BaseDelay: 5 * time.Second, Multiplier: 1, JitterMode: JitterNone}, "5s×1 uncapped, no jitter"},
+		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: 0.2, JitterMode: JitterAdditive}, "1s×2 up to 1m0s, additive jitter 0.2"},
+		{Value{}, "no wait, full jitter"},
+		{Value{BaseDelay: -1, MaxDelay: time.Second, Multiplier: 3, JitterMode: JitterEqual}, "no wait, equal jitter"},
+		{Value{BaseDelay: 1, MaxDelay: -5, Multiplier: math.Inf(1), Jitter: math.NaN(), JitterMode: JitterAdditive}, "1ns×+Inf uncapped, additive jitter 0"},
+		{Value{BaseDelay: math.MaxInt64, Multiplier: 1e300, JitterMode: 200}, "2562047h47m16.854775807s×1e+300 uncapped, full jitter"},
+	}
+	for _, tt := range values {
+		if got := tt.v.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.v, got, tt.want)
+		}
+		if b, err := tt.v.MarshalText(); string(b) != tt.want || err != nil {
+			t.Errorf("%#v.MarshalText() = %q, %v, want %q, nil", tt.v, b, err, tt.want)
+		}
+	}
+	curve := Value{BaseDelay: 100 * ms, MaxDelay: 30 * time.Second}
+	schedules := []struct {
+		s    Schedule
+		want string
+	}{
+		{Schedule{Curve: curve, MaxRetries: 5, MaxElapsed: time.Minute}, "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting"},
+		{Schedule{Curve: curve, MaxRetries: 1}, "100ms×2 up to 30s, full jitter, 1 retry"},
+		{Schedule{Curve: curve, MaxRetries: -3, MaxElapsed: 90 * time.Second}, "100ms×2 up to 30s, full jitter, 1m30s of waiting"},
+		{Schedule{Curve: curve, MaxElapsed: -1, Deadline: time.Unix(1, 0), Rand: rand.New(rand.NewPCG(1, 1))}, "100ms×2 up to 30s, full jitter"},
+		{Schedule{}, "no wait, full jitter"},
+	}
+	for _, tt := range schedules {
+		if got := tt.s.String(); got != tt.want {
+			t.Errorf("Schedule.String() = %q, want %q", got, tt.want)
+		}
+		if b, err := tt.s.MarshalText(); string(b) != tt.want || err != nil {
+			t.Errorf("Schedule.MarshalText() = %q, %v, want %q, nil", b, err, tt.want)
+		}
+	}
+}
+
+// TestPolicyTextAccepted reads the lenient spellings: each must give the
+// canonical policy beside it.
+func TestPolicyTextAccepted(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"100ms×2 up to 30s, full jitter", "100ms×2 up to 30s, full jitter"},
+		{"100MS×2 UP TO 30S, FULL JITTER", "100ms×2 up to 30s, full jitter"},
+		{"  100ms  ×  2\tup   to\n30s ,full   jitter  ", "100ms×2 up to 30s, full jitter"},
+		{"100ms x 2 up to 30s", "100ms×2 up to 30s, full jitter"},
+		{"100msx2 up to 30s", "100ms×2 up to 30s, full jitter"},
+		{"100ms X2 up to 30s", "100ms×2 up to 30s, full jitter"},
+		{"100ms*2 up to 30s", "100ms×2 up to 30s, full jitter"},
+		{"100ms", "100ms×2 uncapped, full jitter"},
+		{"100ms up to 30s", "100ms×2 up to 30s, full jitter"},
+		{"100ms×1.5", "100ms×1.5 uncapped, full jitter"},
+		{"100ms×1.5 uncapped", "100ms×1.5 uncapped, full jitter"},
+		{"1m30s×3 up to 1H", "1m30s×3 up to 1h0m0s, full jitter"},
+		{"1.5s up to 1M", "1.5s×2 up to 1m0s, full jitter"},
+		{"500us×1 up to 2US", "500µs×1 up to 2µs, full jitter"},
+		{"1s×1e0 up to 1s", "1s×1 up to 1s, full jitter"},
+		{"1s×+Inf up to 1m", "1s×+Inf up to 1m0s, full jitter"},
+		{"1s×inf", "1s×+Inf uncapped, full jitter"},
+		{"1s up to 10ms", "1s×2 up to 10ms, full jitter"}, // a ceiling below the base is a constant wait at the ceiling
+		{"100ms, equal jitter", "100ms×2 uncapped, equal jitter"},
+		{"100ms, Decorrelated Jitter", "100ms×2 uncapped, decorrelated jitter"},
+		{"100ms, no jitter", "100ms×2 uncapped, no jitter"},
+		{"100ms, additive jitter 0.25", "100ms×2 uncapped, additive jitter 0.25"},
+		{"100ms, additive jitter 0", "100ms×2 uncapped, additive jitter 0"},
+		{"100ms, additive jitter 1", "100ms×2 uncapped, additive jitter 1"},
+		{"100ms, additive jitter .5", "100ms×2 uncapped, additive jitter 0.5"},
+		{"no wait", "no wait, full jitter"},
+		{"NO WAIT, no jitter", "no wait, no jitter"},
+		{"no wait, additive jitter 0.5", "no wait, additive jitter 0.5"},
+	}
+	for _, tt := range tests {
+		v := Value{BaseDelay: 7, MaxDelay: 9, Multiplier: 5, Jitter: 0.7, JitterMode: JitterEqual}
+		if err := v.UnmarshalText([]byte(tt.in)); err != nil || v.String() != tt.want {
+			t.Errorf("Value.UnmarshalText(%q) = %q, %v, want %q, nil", tt.in, v, err, tt.want)
+		}
+		var s Schedule
+		if err := s.UnmarshalText([]byte(tt.in)); err != nil || s.String() != tt.want {
+			t.Errorf("Schedule.UnmarshalText(%q) = %q, %v, want %q, nil", tt.in, s, err, tt.want)
+		}
+	}
+	schedules := []struct{ in, want string }{
+		{"100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting"},
+		{"100ms, 1m of waiting, 5 RETRIES, equal jitter", "100ms×2 uncapped, equal jitter, 5 retries, 1m0s of waiting"},
+		{"100ms, 1 retry", "100ms×2 uncapped, full jitter, 1 retry"},
+		{"100ms, 3 retry", "100ms×2 uncapped, full jitter, 3 retries"},
+		{"100ms, 1 retries", "100ms×2 uncapped, full jitter, 1 retry"},
+		{"100ms,5 retries,90S of waiting", "100ms×2 uncapped, full jitter, 5 retries, 1m30s of waiting"},
+		{"no wait, 2 retries", "no wait, full jitter, 2 retries"},
+		{"100ms, +7 retries", "100ms×2 uncapped, full jitter, 7 retries"},
+	}
+	for _, tt := range schedules {
+		var s Schedule
+		if err := s.UnmarshalText([]byte(tt.in)); err != nil || s.String() != tt.want {
+			t.Errorf("Schedule.UnmarshalText(%q) = %q, %v, want %q, nil", tt.in, s, err, tt.want)
+		}
+	}
+	// The fields themselves, not only their String.
+	var s Schedule
+	if err := s.UnmarshalText([]byte("250ms×1.5 up to 1m, additive jitter 0.3, 4 retries, 2m of waiting")); err != nil {
+		t.Fatal(err)
+	}
+	want := Schedule{
+		Curve:      Value{BaseDelay: 250 * time.Millisecond, MaxDelay: time.Minute, Multiplier: 1.5, Jitter: 0.3, JitterMode: JitterAdditive},
+		MaxRetries: 4,
+		MaxElapsed: 2 * time.Minute,
+	}
+	if s != want {
+		t.Errorf("UnmarshalText = %#v, want %#v", s, want)
+	}
+}
+
+// TestPolicyTextRejected: each input is an error that quotes what could not
+// be read, and leaves the receiver as it was, state included.
+func TestPolicyTextRejected(t *testing.T) {
+	tests := []struct {
+		in       string
+		contains string
+	}{
+		{"", "empty"},
+		{" \t ", "empty"},
+		{"100zz", `"100zz" is not a duration`},
+		{"100", `"100" is not a duration`},
+		{"0s", `"0s" is not a duration above zero`},
+		{"-1s", `"-1s" is not a duration above zero`},
+		{"fast", `"fast" is not a duration`},
+		{"no", `"no" is not a duration`},
+		{"100ms×0.5", `multiplier "0.5"`},
+		{"100ms×0", `multiplier "0"`},
+		{"100ms×-2", `multiplier "-2"`},
+		{"100ms×NaN", `multiplier "NaN"`},
+		{"100ms×two", `multiplier "two"`},
+		{"100ms×", "nothing after ×"},
+		{"100ms x", "nothing after ×"},
+		{"100ms×2 up 30s", `"up 30s"`},
+		{"100ms up to", `nothing after "up to"`},
+		{"100ms up to 0s", `"0s" is not a duration above zero`},
+		{"100ms up to never", `"never" is not a duration`},
+		{"100ms up to 30s uncapped", `cannot read "uncapped"`},
+		{"100ms×2×3", `cannot read "×3"`},
+		{"100ms full jitter", `cannot read "full jitter": want a comma`},
+		{"100ms, fulll jitter", `unknown word "fulll"`},
+		{"100ms, none jitter", `unknown word "none"`},
+		{"100ms, full", `"full": want "full jitter"`},
+		{"100ms, full jitters", `"full jitters": want "full jitter"`},
+		{"100ms, equal, 5 retries", `"equal": want "equal jitter"`},
+		{"100ms, additive jitter", "additive jitter needs a fraction"},
+		{"100ms, additive jitter, 3 retries", "additive jitter needs a fraction"},
+		{"100ms, additive jitter 1.5", `additive jitter fraction "1.5"`},
+		{"100ms, additive jitter -0.1", `additive jitter fraction "-0.1"`},
+		{"100ms, additive jitter NaN", `additive jitter fraction "NaN"`},
+		{"100ms, full jitter 0.2", `cannot read "0.2"`},
+		{"100ms, full jitter, equal jitter", `"equal jitter": a clause given twice`},
+		{"100ms, 0 retries", `"0 retries": want at least 1 (leave the clause out for no limit)`},
+		{"100ms, -2 retries", `"-2 retries"`},
+		{"100ms, 2.5 retries", `"2.5 retries": want a whole number`},
+		{"100ms, 99999999999999999999 retries", `"99999999999999999999 retries"`},
+		{"100ms, 5 retries, 6 retries", `"6 retries": a clause given twice`},
+		{"100ms, 0s of waiting", `"0s" is not a duration above zero`},
+		{"100ms, 1m of", `"1m of": want a limit such as "1m0s of waiting"`},
+		{"100ms, 1m of waiting, 2m of waiting", `"2m of waiting": a clause given twice`},
+		{"100ms,", "nothing after the last comma"},
+		{"100ms, , full jitter", `unknown word ","`},
+		{"100ms trailing", `cannot read "trailing"`},
+		{"100ms, full jitter extra", `cannot read "extra"`},
+		{"no wait×2", `cannot read "×2"`},
+		{"no wait up to 1s", `cannot read "up to 1s"`},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	template := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterEqual}, MaxRetries: 9, MaxElapsed: time.Hour, Deadline: time.Unix(5, 0), Rand: r}
+	for _, tt := range tests {
+		s := template
+		s.Next()
+		s.Override(time.Minute)
+		before := s
+		err := s.UnmarshalText([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.contains) || !strings.HasPrefix(err.Error(), "backoff: ") {
+			t.Errorf("Schedule.UnmarshalText(%q) = %v, want an error containing %q", tt.in, err, tt.contains)
+		}
+		if s != before {
+			t.Errorf("Schedule.UnmarshalText(%q) changed the receiver: %#v, want %#v", tt.in, s, before)
+		}
+		if err != nil && !strings.Contains(err.Error(), scheduleForm) {
+			t.Errorf("Schedule.UnmarshalText(%q) = %v, want the form %q shown", tt.in, err, scheduleForm)
+		}
+		v := template.Curve
+		err = v.UnmarshalText([]byte(tt.in))
+		if err == nil || !(strings.Contains(err.Error(), tt.contains) || strings.Contains(err.Error(), "a Schedule's limit, not part of a Value")) || v != template.Curve {
+			t.Errorf("Value.UnmarshalText(%q) = %v, %v, want an error containing %q and the Value unchanged", tt.in, v, err, tt.contains)
+		}
+	}
+	// The limits are a Schedule's, not a Value's.
+	for _, in := range []string{"100ms, 5 retries", "100ms, 1m of waiting"} {
+		v := template.Curve
+		if err := v.UnmarshalText([]byte(in)); err == nil || !strings.Contains(err.Error(), "not part of a Value") || v != template.Curve || !strings.Contains(err.Error(), valueForm) {
+			t.Errorf("Value.UnmarshalText(%q) = %v, want an error saying it is a Schedule's limit", in, err)
+		}
+	}
+}
+
+// TestScheduleUnmarshalTextResets: reading a policy starts the sequence
+// over, and keeps Rand and Deadline, which are not policy.
+func TestScheduleUnmarshalTextResets(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	deadline := time.Unix(1e9, 0)
+	s := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxRetries: 1, Deadline: deadline, Rand: r}
+	s.Next()
+	if _, ok := s.Next(); ok {
+		t.Fatal("Next() past MaxRetries = true")
+	}
+	s.Override(time.Hour)
+	if err := s.UnmarshalText([]byte("10ms, no jitter, 3 retries")); err != nil {
+		t.Fatal(err)
+	}
+	if s.Rand != r || s.Deadline != deadline || s.Attempt() != 0 || s.Elapsed() != 0 {
+		t.Fatalf("after UnmarshalText: Rand %p, Deadline %v, Attempt %d, Elapsed %v; want %p, %v, 0, 0", s.Rand, s.Deadline, s.Attempt(), s.Elapsed(), r, deadline)
+	}
+	s.Deadline = time.Time{}
+	for i, want := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond} {
+		if d, ok := s.Next(); d != want || !ok {
+			t.Fatalf("Next() #%d = %v, %v, want %v, true (override dropped, curve from the start)", i+1, d, ok, want)
+		}
+	}
+}
+
+// randomValue draws every field from raw bits.
+func randomValue(r *rand.Rand) Value {
+	v := Value{
+		BaseDelay:  time.Duration(r.Uint64()) >> uint(r.IntN(64)),
+		MaxDelay:   time.Duration(r.Uint64()) >> uint(r.IntN(64)),
+		Multiplier: math.Float64frombits(r.Uint64()),
+		Jitter:     math.Float64frombits(r.Uint64()),
+		JitterMode: JitterMode(r.Uint32()),
+	}
+	switch r.IntN(4) {
+	case 0:
+		v.Multiplier = 1 + r.Float64()*r.Float64()
+		v.Jitter = r.Float64()
+	case 1:
+		v.JitterMode = JitterMode(r.IntN(len(modeNames)))
+		v.Multiplier = hostileFloats[r.IntN(len(hostileFloats))]
+		v.Jitter = hostileFloats[r.IntN(len(hostileFloats))]
+	}
+	return v
+}
+
+// checkValueRoundTrip checks the law: MarshalText succeeds, UnmarshalText
+// reads it, and the result has the same String and Bounds.
+func checkValueRoundTrip(t *testing.T, v Value) {
+	t.Helper()
+	b, err := v.MarshalText()
+	if err != nil {
+		t.Fatalf("%#v.MarshalText() = %v", v, err)
+	}
+	var got Value
+	if err := got.UnmarshalText(b); err != nil {
+		t.Fatalf("UnmarshalText(%q) = %v, want it to read what MarshalText wrote", b, err)
+	}
+	if got.String() != v.String() {
+		t.Fatalf("round trip of %#v: String %q, want %q", v, got, v)
+	}
+	for _, a := range hostileAttempts {
+		if l0, h0 := v.Bounds(a); true {
+			if l1, h1 := got.Bounds(a); l0 != l1 || h0 != h1 {
+				t.Fatalf("round trip %q: Bounds(%d) = [%d, %d], want [%d, %d] as %#v has", b, a, l1, h1, l0, h0, v)
+			}
+		}
+	}
+}
+
+func TestPolicyTextRoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, mode := range allModes {
+		for _, b := range hostileDurations {
+			for _, c := range hostileDurations {
+				for _, m := range hostileFloats {
+					checkValueRoundTrip(t, Value{BaseDelay: b, MaxDelay: c, Multiplier: m, Jitter: m - 1, JitterMode: mode})
+				}
+			}
+		}
+	}
+	for range 20000 {
+		v := randomValue(r)
+		checkValueRoundTrip(t, v)
+		s := Schedule{Curve: v, MaxRetries: int(r.Uint64()) >> uint(r.IntN(64)), MaxElapsed: time.Duration(r.Uint64()) >> uint(r.IntN(64))}
+		checkScheduleRoundTrip(t, s)
+	}
+}
+
+// checkScheduleRoundTrip checks the law for a Schedule: the same String,
+// and the same configuration read from a fresh start.
+func checkScheduleRoundTrip(t *testing.T, s Schedule) {
+	t.Helper()
+	b, err := s.MarshalText()
+	if err != nil {
+		t.Fatalf("Schedule.MarshalText() = %v", err)
+	}
+	var got Schedule
+	if err := got.UnmarshalText(b); err != nil {
+		t.Fatalf("Schedule.UnmarshalText(%q) = %v, want it to read what MarshalText wrote", b, err)
+	}
+	if got.String() != s.String() || max(got.MaxRetries, 0) != max(s.MaxRetries, 0) || max(got.MaxElapsed, 0) != max(s.MaxElapsed, 0) {
+		t.Fatalf("round trip of %q: %q, MaxRetries %d, MaxElapsed %v; want MaxRetries %d, MaxElapsed %v", b, got, got.MaxRetries, got.MaxElapsed, s.MaxRetries, s.MaxElapsed)
+	}
+	// The same waits, drawn from the same seed, from a fresh start.
+	s.Reset()
+	s.Rand, got.Rand = rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(1, 2))
+	for i := range 12 {
+		d0, ok0 := s.Next()
+		d1, ok1 := got.Next()
+		if d0 != d1 || ok0 != ok1 {
+			t.Fatalf("round trip of %q: Next() #%d = %v, %v, want %v, %v", b, i+1, d1, ok1, d0, ok0)
+		}
+	}
+}
+
+// TestPolicyTextReaders reads a policy the ways users do: encoding/json, a
+// flag, an environment variable.
+func TestPolicyTextReaders(t *testing.T) {
+	var cfg struct {
+		Retry backoff `json:"retry"`
+		Curve Value   `json:"curve"`
+	}
+	in := `{"retry": "100ms x 2 up to 30s, equal jitter, 5 retries", "curve": "1s, no jitter"}`
+	if err := json.Unmarshal([]byte(in), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Retry.String(); got != "100ms×2 up to 30s, equal jitter, 5 retries" {
+		t.Errorf("json: retry = %q", got)
+	}
+	if cfg.Curve != (Value{BaseDelay: time.Second, Multiplier: 2, JitterMode: JitterNone}) {
+		t.Errorf("json: curve = %#v", cfg.Curve)
+	}
+	out, err := json.Marshal(cfg)
+	if want := `{"retry":"100ms×2 up to 30s, equal jitter, 5 retries","curve":"1s×2 uncapped, no jitter"}`; err != nil || string(out) != want {
+		t.Errorf("json.Marshal = %s, %v, want %s", out, err, want)
+	}
+	if err := json.Unmarshal([]byte(`{"retry": "100ms, fulll jitter"}`), &cfg); err == nil || !strings.Contains(err.Error(), `unknown word "fulll"`) {
+		t.Errorf("json with a typo: %v, want the parse error", err)
+	}
+
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var s Schedule
+	fs.TextVar(&s, "retry", Schedule{Curve: Value{BaseDelay: time.Second}, MaxRetries: 3}, "")
+	if s.String() != "1s×2 uncapped, full jitter, 3 retries" {
+		t.Errorf("flag default = %q", s)
+	}
+	if err := fs.Parse([]string{"-retry", "50ms up to 1s, decorrelated jitter, 1m of waiting"}); err != nil || s.String() != "50ms×2 up to 1s, decorrelated jitter, 1m0s of waiting" {
+		t.Errorf("flag -retry = %q, %v", s, err)
+	}
+	if err := fs.Parse([]string{"-retry", "50ms, 0 retries"}); err == nil {
+		t.Errorf("flag -retry '50ms, 0 retries' = nil error")
+	}
+
+	t.Setenv("BACKOFF_TEST_POLICY", "2s×1 up to 2s, no jitter, 2 retries")
+	if err := s.UnmarshalText([]byte(os.Getenv("BACKOFF_TEST_POLICY"))); err != nil || s.String() != "2s×1 up to 2s, no jitter, 2 retries" {
+		t.Errorf("from the environment: %q, %v", s, err)
+	}
+}
+
+// identical reports whether a and b hold the same bits in every field, NaN
+// included, which == does not.
+func identical(a, b Schedule) bool {
+	fa, fb := math.Float64bits(a.Curve.Multiplier), math.Float64bits(b.Curve.Multiplier)
+	ja, jb := math.Float64bits(a.Curve.Jitter), math.Float64bits(b.Curve.Jitter)
+	a.Curve.Multiplier, a.Curve.Jitter, b.Curve.Multiplier, b.Curve.Jitter = 0, 0, 0, 0
+	return a == b && fa == fb && ja == jb
+}
+
+// backoff names a Schedule field the way a config struct would.
+type backoff = Schedule
+
+func FuzzText(f *testing.F) {
+	f.Add("100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", int64(100*time.Millisecond), int64(30*time.Second), math.Float64bits(2), math.Float64bits(0.2), uint8(0), 5, int64(time.Minute))
+	f.Add("1s x 1.5, additive jitter 0.3", int64(math.MaxInt64), int64(0), math.Float64bits(math.Inf(1)), math.Float64bits(math.NaN()), uint8(3), -1, int64(-1))
+	f.Add("no wait, no jitter, 1 retry", int64(-5), int64(1), math.Float64bits(math.Nextafter(1, 2)), math.Float64bits(5e-324), uint8(200), 1, int64(1))
+	f.Add("100MS*1E0 UP TO 1H, 3 RETRY", int64(1), int64(math.MaxInt64), uint64(0), uint64(0), uint8(4), math.MaxInt, int64(math.MaxInt64))
+	f.Fuzz(func(t *testing.T, text string, base, ceiling int64, multBits, jitterBits uint64, mode uint8, retries int, elapsed int64) {
+		// The law, from arbitrary field values.
+		v := Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: math.Float64frombits(multBits), Jitter: math.Float64frombits(jitterBits), JitterMode: JitterMode(mode)}
+		checkValueRoundTrip(t, v)
+		checkScheduleRoundTrip(t, Schedule{Curve: v, MaxRetries: retries, MaxElapsed: time.Duration(elapsed)})
+
+		// Arbitrary text: no panic; an error leaves the receiver as it was,
+		// and what is read writes back to a text that reads the same.
+		s := Schedule{Curve: v, MaxRetries: retries}
+		before := s
+		if err := s.UnmarshalText([]byte(text)); err != nil {
+			if !identical(s, before) {
+				t.Fatalf("UnmarshalText(%q) = %v and changed the receiver", text, err)
+			}
+		} else {
+			checkScheduleRoundTrip(t, s)
+			if s.MaxRetries < 0 || s.MaxElapsed < 0 || s.Curve.BaseDelay < 0 || s.Curve.MaxDelay < 0 {
+				t.Fatalf("UnmarshalText(%q) = %#v: a negative setting", text, s)
+			}
+		}
+		var w Value
+		if err := w.UnmarshalText([]byte(text)); err == nil {
+			checkValueRoundTrip(t, w)
+		}
+	})
 }

@@ -4,26 +4,45 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Schedule hands out the waits of one retry sequence, one [Schedule.Next]
-// call per failure, and says when to give up. The zero Schedule is usable:
-// it waits nothing, forever. A Schedule is not safe for concurrent use: use
-// one per retry sequence, or guard it; the [Value] it wraps is.
+// call per failure, and says when to give up. It is not safe for concurrent
+// use: use one per retry sequence, or guard it; the [Value] it wraps is.
 //
-// Set the exported fields before the first Next; Reset keeps them.
+// The zero Schedule is usable, and waits nothing, forever: used as is, it
+// is a tight loop against whatever is failing. Set Curve.BaseDelay to make
+// it wait, and MaxRetries, MaxElapsed or Deadline to make it give up; each
+// limit left at zero or less is no limit.
+//
+// Set the exported fields before the first Next; Reset keeps them. Copying
+// a Schedule copies its state: copy a template before its first Next to
+// hand each sequence its own. Copies share one Rand, and a [rand.Rand] is
+// not safe for concurrent use: give each copy that runs in its own
+// goroutine its own Rand, or leave Rand nil.
 type Schedule struct {
 	// Curve gives the waits. With JitterDecorrelated, Schedule runs the real
 	// decorrelated loop: each wait is drawn from the one it handed out before.
 	Curve Value
 	// MaxRetries, when above zero, is how many waits Next hands out before
-	// it reports false.
+	// it reports false. Zero or less is no limit.
 	MaxRetries int
 	// MaxElapsed, when above zero, bounds the sum of the waits: Next reports
-	// false rather than hand out a wait that takes the total past it.
+	// false rather than hand out a wait that takes the total past it. It
+	// counts waiting only, not the time the attempts take; Deadline is the
+	// wall clock. Zero or less is no limit.
 	MaxElapsed time.Duration
+	// Deadline, when set, is the wall-clock time by which the sequence must
+	// be over: Next reports false rather than hand out a wait that would end
+	// after it, so a loop gives up at once with its last real error instead
+	// of sleeping into a deadline it cannot beat. With a context:
+	// s.Deadline, _ = ctx.Deadline(). Next reads the clock only when
+	// Deadline is set. The attempt after a wait takes time too: set Deadline
+	// that much earlier when the attempt needs it to succeed.
+	Deadline time.Time
 	// Rand, when set, is the only source of randomness, so the whole
 	// sequence is reproducible from its seed. Nil uses math/rand/v2's
 	// package-level source.
@@ -37,13 +56,19 @@ type Schedule struct {
 	overridden, stopped bool
 }
 
+// clock is what Next reads when Deadline is set. Only tests replace it,
+// to show that Next never reads it otherwise.
+var clock = time.Now
+
 // Next returns the wait before the next attempt and true, and advances the
 // sequence; the first call gives the curve's wait for attempt 1. It returns
-// 0, false when the sequence is over: MaxRetries waits were handed out, or
-// the next wait would take Elapsed past MaxElapsed (the caller gives up now
-// rather than sleep before an attempt that could not follow). Once it
-// reports false it keeps reporting false until Reset. The wait is never
-// negative and never above Curve.MaxDelay, unless set by Override.
+// 0, false when the sequence is over: MaxRetries waits were handed out, the
+// next wait would take Elapsed past MaxElapsed, or it would end after
+// Deadline. A wait that cannot be followed by an attempt is not handed out:
+// the caller gives up now rather than sleep first. Once Next reports false
+// it keeps reporting 0, false until Reset, and a refused wait is not counted
+// in Attempt or Elapsed. The wait is never negative and never above
+// Curve.MaxDelay, unless set by Override.
 func (s *Schedule) Next() (time.Duration, bool) {
 	if s.stopped || (s.MaxRetries > 0 && s.attempt >= s.MaxRetries) {
 		s.stopped = true
@@ -72,7 +97,7 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	if d <= maxDuration-s.elapsed {
 		total = s.elapsed + d
 	}
-	if s.MaxElapsed > 0 && total > s.MaxElapsed {
+	if (s.MaxElapsed > 0 && total > s.MaxElapsed) || (!s.Deadline.IsZero() && d > s.Deadline.Sub(clock())) {
 		s.stopped = true
 		return 0, false
 	}
@@ -101,11 +126,14 @@ func (s *Schedule) draw() time.Duration {
 
 // Override makes the next wait d instead of a computed one: a server's
 // Retry-After, a broker's backpressure signal. A d below zero is read as 0.
-// MaxRetries and MaxElapsed still apply, so a huge Retry-After ends the
-// sequence instead of holding the caller's goroutine. The curve does not
-// advance: the computed wait after it is the one the curve would have given
-// without the override, and JitterDecorrelated's previous wait is unchanged.
-// A second Override before Next replaces the first.
+// MaxRetries, MaxElapsed and Deadline still apply, so with MaxElapsed or
+// Deadline set a huge Retry-After ends the sequence instead of holding the
+// caller's goroutine. Curve.MaxDelay does not cap it (the server's word is
+// not the curve): with neither MaxElapsed nor Deadline set, nothing does,
+// and Next hands out d as it is. The curve does not advance: the computed
+// wait after it is the one the curve would have given without the
+// override, and JitterDecorrelated's previous wait is unchanged. A second
+// Override before Next replaces the first.
 func (s *Schedule) Override(d time.Duration) {
 	s.override = max(d, 0)
 	s.overridden = true
@@ -121,10 +149,67 @@ func (s *Schedule) Elapsed() time.Duration { return s.elapsed }
 
 // Reset starts the sequence over, as after a success: the next wait is the
 // curve's first again. It keeps the configuration (Curve, MaxRetries,
-// MaxElapsed, Rand) and drops a pending Override.
+// MaxElapsed, Deadline, Rand) and drops a pending Override.
 func (s *Schedule) Reset() {
 	s.attempt, s.step, s.elapsed, s.previous = 0, 0, 0, 0
 	s.override, s.overridden, s.stopped = 0, false, false
+}
+
+// String returns the policy as one line, such as "100ms×2 up to 30s, full
+// jitter, 5 retries, 1m0s of waiting": the Curve as [Value.String] writes it,
+// then a clause for each limit that is set ("1 retry" in the singular). It
+// is the form MarshalText writes and UnmarshalText reads. Deadline and Rand
+// are not policy and are not written, nor is the state of the sequence.
+func (s Schedule) String() string { return string(s.appendText(nil)) }
+
+// MarshalText implements [encoding.TextMarshaler]: it returns String's form.
+// It never returns an error.
+func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler]: it reads the form
+// String writes, so that encoding/json, [flag.TextVar], YAML and TOML
+// libraries and environment loaders read a whole retry policy from one
+// string:
+//
+//	schedule = value [", " n " retries"] [", " duration " of waiting"]
+//
+// where value is the form [Value.UnmarshalText] reads, with its lenient
+// spellings; the clauses after the curve (jitter, retries, waiting) come in
+// any order, each at most once, and "1 retry" is also read. Omitted limits
+// are none. "0 retries", a waiting limit that is not a duration above zero,
+// and everything Value.UnmarshalText rejects are errors that quote the part
+// that could not be read, and leave s unchanged.
+//
+// On success it sets Curve, MaxRetries and MaxElapsed and starts the
+// sequence over, as Reset does; Deadline and Rand are left as they were.
+func (s *Schedule) UnmarshalText(b []byte) error {
+	p, err := parsePolicy(string(b), true)
+	if err != nil {
+		return err
+	}
+	s.Curve, s.MaxRetries, s.MaxElapsed = p.curve, p.retries, p.waiting
+	s.Reset()
+	return nil
+}
+
+// appendText appends String's form to b.
+func (s Schedule) appendText(b []byte) []byte {
+	b = s.Curve.appendText(b)
+	if s.MaxRetries > 0 {
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(s.MaxRetries), 10)
+		if s.MaxRetries == 1 {
+			b = append(b, " retry"...)
+		} else {
+			b = append(b, " retries"...)
+		}
+	}
+	if s.MaxElapsed > 0 {
+		b = append(b, ", "...)
+		b = append(b, s.MaxElapsed.String()...)
+		b = append(b, " of waiting"...)
+	}
+	return b
 }
 
 // The HTTP-date forms of RFC 9110 §5.6.7, as net/http's TimeFormat,
