@@ -9,6 +9,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/unherd/backoff"
@@ -49,54 +52,171 @@ func Example_supervisor() {
 	// connection refused; restart 8 in 5s
 }
 
-// A retry loop with a Schedule: it honours a context, reuses one timer, and
-// gives up after MaxRetries waits. The operation fails twice, then succeeds.
-// Rand is seeded only so that this example's output is fixed; leave it nil.
-func Example_retryLoop() {
-	calls := 0
-	operation := func(context.Context) error {
-		calls++
-		if calls <= 2 {
-			return errors.New("503 Service Unavailable")
-		}
-		return nil
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s := backoff.Schedule{
-		Curve:      backoff.Value{BaseDelay: time.Millisecond, MaxDelay: 4 * time.Millisecond},
-		MaxRetries: 5,
-		Rand:       rand.New(rand.NewPCG(1, 2)),
-	}
-	timer := time.NewTimer(0)
-	<-timer.C
+// fetch GETs url until it gets a response that is not a 5xx or a 429,
+// waiting between attempts as policy says and as the server's Retry-After
+// asks. It stops before a wait that would end after ctx's deadline, and
+// then returns the last real error at once, instead of sleeping into the
+// deadline and returning a bare context.DeadlineExceeded.
+func fetch(ctx context.Context, url string, policy backoff.Schedule) (string, error) {
+	s := policy // this call's own sequence: a copy of the template
+	s.Deadline, _ = ctx.Deadline()
 	for {
-		err := operation(ctx)
+		body, retryAfter, err := get(ctx, url)
 		if err == nil {
-			fmt.Printf("succeeded after %d retries, %v of waiting\n", s.Attempt(), s.Elapsed())
-			s.Reset() // ready for the next failure streak
-			break
+			return body, nil
+		}
+		if d, ok := backoff.ParseRetryAfter(retryAfter, time.Now()); ok {
+			s.Override(d) // the server's word replaces the curve's, and the limits still apply
 		}
 		wait, ok := s.Next()
 		if !ok {
-			fmt.Println("giving up:", err)
-			break
+			return "", fmt.Errorf("giving up after %d retries: %w", s.Attempt(), err)
 		}
-		fmt.Printf("%v; retry %d in %v\n", err, s.Attempt(), wait)
-		timer.Reset(wait)
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			fmt.Println("cancelled:", ctx.Err())
-			return
+			return "", fmt.Errorf("%w; last error: %w", ctx.Err(), err)
 		case <-timer.C:
 		}
 	}
+}
+
+// get makes one attempt; a 5xx or a 429 is an error, with its Retry-After.
+func get(ctx context.Context, url string) (body, retryAfter string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		return "", resp.Header.Get("Retry-After"), errors.New(resp.Status)
+	}
+	return string(b), "", err
+}
+
+// A retry loop over a real HTTP server, under a context deadline. The server
+// answers 503 twice, then 429 with Retry-After: 3, then 200. With 1.5s left,
+// the Schedule refuses the 3s wait, so the loop returns the 429 at once
+// instead of sleeping into the deadline. Rand is seeded only so that this
+// example's output is fixed; leave it nil.
+func Example_retryLoop() {
+	var calls atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1, 2:
+			fmt.Println("server: 503")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 3:
+			fmt.Println("server: 429, Retry-After: 3")
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			fmt.Println("server: 200")
+			fmt.Fprint(w, "hello")
+		}
+	}))
+	defer server.Close()
+
+	policy := backoff.Schedule{
+		Curve:      backoff.Value{BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+		MaxRetries: 5,
+		Rand:       rand.New(rand.NewPCG(1, 2)),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := fetch(ctx, server.URL, policy)
+	fmt.Println(err)
+	fmt.Println("returned well before the deadline:", time.Since(start) < time.Second)
+	fmt.Println("a bare deadline error:", errors.Is(err, context.DeadlineExceeded))
+
+	body, err := fetch(ctx, server.URL, policy) // the server has recovered
+	fmt.Println(body, err)
 	// Output:
-	// 503 Service Unavailable; retry 1 in 769.374µs
-	// 503 Service Unavailable; retry 2 in 1.232873ms
-	// succeeded after 2 retries, 2.002247ms of waiting
+	// server: 503
+	// server: 503
+	// server: 429, Retry-After: 3
+	// giving up after 2 retries: 429 Too Many Requests
+	// returned well before the deadline: true
+	// a bare deadline error: false
+	// server: 200
+	// hello <nil>
+}
+
+// A whole retry policy read from a JSON configuration file, as one line an
+// operator can write. A typo is an error that says what it could not read,
+// never a silently different policy.
+func ExampleSchedule_UnmarshalText() {
+	var config struct {
+		Backoff backoff.Schedule `json:"backoff"`
+	}
+	file := `{"backoff": "100ms x 2 up to 30s, equal jitter, 5 retries"}`
+	if err := json.Unmarshal([]byte(file), &config); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(config.Backoff)
+	fmt.Println(config.Backoff.Curve.MaxDelay, config.Backoff.Curve.JitterMode, config.Backoff.MaxRetries)
+
+	err := json.Unmarshal([]byte(`{"backoff": "100ms up to 30s, equal jiter"}`), &config)
+	fmt.Println(err)
+	// Output:
+	// 100ms×2 up to 30s, equal jitter, 5 retries
+	// 30s equal 5
+	// backoff: policy "100ms up to 30s, equal jiter": "equal jiter": want "equal jitter" (the form: "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting")
+}
+
+// A command takes its whole retry policy as one flag: flag.TextVar reads it
+// with UnmarshalText and shows the default with MarshalText.
+func ExampleSchedule_MarshalText() {
+	fs := flag.NewFlagSet("fetch", flag.ContinueOnError)
+	fs.SetOutput(os.Stdout)
+	var policy backoff.Schedule
+	fs.TextVar(&policy, "retry", backoff.Schedule{
+		Curve:      backoff.Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 10 * time.Second},
+		MaxRetries: 5,
+		MaxElapsed: 30 * time.Second,
+	}, "retry `policy`")
+	fs.PrintDefaults()
+
+	if err := fs.Parse([]string{"-retry", "1s×1.5 up to 1m, decorrelated jitter, 2m of waiting"}); err == nil {
+		fmt.Println("policy:", policy)
+	}
+	// Output:
+	//   -retry policy
+	//     	retry policy (default 100ms×2 up to 10s, full jitter, 5 retries, 30s of waiting)
+	// policy: 1s×1.5 up to 1m0s, decorrelated jitter, 2m0s of waiting
+}
+
+// UnmarshalText is lenient where nothing can be mistaken and strict where a
+// typo would change the waits; MarshalText writes the canonical form back.
+func ExampleValue_UnmarshalText() {
+	for _, text := range []string{
+		"100MS x 2 UP TO 30S, FULL JITTER",
+		"1.5s*1.5 up to 1m30s, additive jitter 0.2",
+		"250ms, no jitter",
+		"100ms, full jitter, 3 retries",
+		"100ms×0.5 up to 30s",
+	} {
+		var v backoff.Value
+		if err := v.UnmarshalText([]byte(text)); err != nil {
+			fmt.Println(err)
+			continue
+		}
+		b, _ := v.MarshalText()
+		fmt.Println(string(b))
+	}
+	// Output:
+	// 100ms×2 up to 30s, full jitter
+	// 1.5s×1.5 up to 1m30s, additive jitter 0.2
+	// 250ms×2 uncapped, no jitter
+	// backoff: policy "100ms, full jitter, 3 retries": "3 retries": retries are a Schedule's limit, not part of a Value (the form: "100ms×2 up to 30s, full jitter")
+	// backoff: policy "100ms×0.5 up to 30s": multiplier "0.5": want a number ≥ 1, such as 2 or 1.5 (the form: "100ms×2 up to 30s, full jitter")
 }
 
 // A periodic job paced with AddJitter: the first tick comes at a random
