@@ -285,8 +285,11 @@ func ExampleJitterMode_UnmarshalText() {
 	// invalid value "random" for flag -jitter: backoff: unknown jitter mode "random": want one of "full", "equal", "decorrelated", "additive", "none"
 }
 
-// Planning a request timeout: the longest n retries can wait is the sum of
-// the upper bounds of attempts 1 to n, whatever the draws turn out to be.
+// Planning a request timeout around Value.Delay: the longest n retries can
+// wait is the sum of the upper bounds of attempts 1 to n, whatever the
+// draws turn out to be. (Not for a decorrelated Schedule, whose waits grow
+// from what it drew, nor for overridden waits: bound those with MaxElapsed
+// or Deadline.)
 func ExampleValue_Bounds() {
 	curve := backoff.Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
 	const retries, perTry = 5, 500 * time.Millisecond
