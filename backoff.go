@@ -52,6 +52,14 @@ const (
 	JitterAdditive
 	// JitterNone returns the grown wait exactly: deterministic, for tests.
 	JitterNone
+	// JitterSymmetric draws the wait uniformly from
+	// [g′×(1−Jitter), g′×(1+Jitter)], where g′ is the curve held at
+	// MaxDelay/(1+Jitter): the ±RandomizationFactor of cenkalti/backoff and
+	// the random(0.8, 1.2) of gRPC's retry policy (gRFC A6), with the
+	// ceiling kept hard. To reproduce a peer whose jitter overshoots its cap
+	// by the factor, set MaxDelay to cap×(1+Jitter). It comes after
+	// JitterNone so that the other modes keep their values.
+	JitterSymmetric
 )
 
 var modeNames = [...]string{
@@ -60,10 +68,12 @@ var modeNames = [...]string{
 	JitterDecorrelated: "decorrelated",
 	JitterAdditive:     "additive",
 	JitterNone:         "none",
+	JitterSymmetric:    "symmetric",
 }
 
 // String returns the mode's name: "full", "equal", "decorrelated",
-// "additive" or "none"; "unknown" for a mode this package does not define.
+// "additive", "none" or "symmetric"; "unknown" for a mode this package does
+// not define.
 func (m JitterMode) String() string {
 	if int(m) < len(modeNames) {
 		return modeNames[m]
@@ -82,9 +92,9 @@ func (m JitterMode) MarshalText() ([]byte, error) {
 }
 
 // errModeName names the accepted spellings once, for UnmarshalText.
-var errModeName = errors.New(`want one of "full", "equal", "decorrelated", "additive", "none"`)
+var errModeName = errors.New(`want one of "full", "equal", "decorrelated", "additive", "none", "symmetric"`)
 
-// UnmarshalText implements [encoding.TextUnmarshaler]: it accepts the five
+// UnmarshalText implements [encoding.TextUnmarshaler]: it accepts the six
 // names String gives, in any case, and leaves m unchanged with an error
 // naming them otherwise. It is what lets [flag.TextVar] and encoding/json
 // read a mode.
@@ -114,8 +124,9 @@ type Value struct {
 	// zero (or anything below 1, or NaN) doubles; exactly 1 is a constant
 	// wait.
 	Multiplier float64
-	// Jitter is the fraction JitterAdditive widens by, normalised by
-	// NormalJitter into [0, 1]. The other modes do not read it.
+	// Jitter is the fraction JitterAdditive widens by, and JitterSymmetric
+	// spreads by either side, normalised by NormalJitter into [0, 1]. The
+	// other modes do not read it.
 	Jitter float64
 	// JitterMode chooses the randomisation. The zero is JitterFull; a mode
 	// this package does not define is read as JitterFull.
@@ -136,7 +147,10 @@ type Value struct {
 //   - JitterAdditive widens the curve held at MaxDelay/(1+Jitter) instead of
 //     MaxDelay, so that at the ceiling the waits still spread over
 //     [MaxDelay/(1+Jitter), MaxDelay] instead of collapsing onto MaxDelay.
-//     With no MaxDelay the curve is held at math.MaxInt64/(1+Jitter) alike.
+//     With no MaxDelay the curve is held at math.MaxInt64/(1+Jitter) alike;
+//   - JitterSymmetric draws from [g′×(1−Jitter), g′×(1+Jitter)], g′ the
+//     curve held at MaxDelay/(1+Jitter) as for JitterAdditive, so that the
+//     upper end reaches MaxDelay at the ceiling and never passes it.
 //
 // Every draw is uniform over whole nanoseconds, both ends included, and lies
 // in [Value.Bounds](attempt). No wait is negative or above MaxDelay (or
@@ -189,8 +203,8 @@ func (v Value) Bounds(attempt int) (lo, hi time.Duration) {
 			prev = Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt-1)
 		}
 		return decorrelateRange(v.BaseDelay, v.MaxDelay, prev)
-	case JitterAdditive:
-		return v.additiveRange(attempt)
+	case JitterAdditive, JitterSymmetric:
+		return v.heldRange(attempt)
 	}
 	g := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt)
 	switch v.JitterMode {
@@ -202,8 +216,9 @@ func (v Value) Bounds(attempt int) (lo, hi time.Duration) {
 	return 0, g // JitterFull, and modes this package does not define
 }
 
-// additiveRange holds the curve at limit/(1+j) and widens it within limit.
-func (v Value) additiveRange(attempt int) (lo, hi time.Duration) {
+// heldRange holds the curve at limit/(1+j), and widens it within limit
+// (JitterAdditive) or spreads it either side (JitterSymmetric).
+func (v Value) heldRange(attempt int) (lo, hi time.Duration) {
 	limit := v.MaxDelay
 	if limit <= 0 {
 		limit = maxDuration
@@ -216,7 +231,11 @@ func (v Value) additiveRange(attempt int) (lo, hi time.Duration) {
 	if h := float64(limit) / (1 + j); h < float64(limit) {
 		held = max(min(time.Duration(h), limit), 1)
 	}
-	return widenRange(Grow(v.BaseDelay, held, v.Multiplier, attempt), j, limit)
+	g := Grow(v.BaseDelay, held, v.Multiplier, attempt)
+	if v.JitterMode == JitterSymmetric {
+		return symmetricRange(g, j, limit)
+	}
+	return widenRange(g, j, limit)
 }
 
 // String returns the policy as one line, for logs, flags and configuration
@@ -241,7 +260,7 @@ func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
 //	value  = curve [", " jitter]
 //	curve  = "no wait" | base ["×" multiplier] [" up to " max | " uncapped"]
 //	jitter = ("full" | "equal" | "decorrelated") " jitter"
-//	       | "additive jitter " fraction | "no jitter"
+//	       | ("additive" | "symmetric") " jitter " fraction | "no jitter"
 //
 // It is lenient where nothing can be mistaken: any case; any white space
 // around words, numbers and commas; "x" or "*" for "×"; durations as
@@ -253,7 +272,8 @@ func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
 // It is strict where a typo would silently change the waits: empty text, an
 // unknown word, a duration that does not parse or is not above zero (write
 // "no wait" for none, or leave the ceiling out), a multiplier that is not a
-// number ≥ 1 (+Inf is one), an additive fraction missing or outside [0, 1],
+// number ≥ 1 (+Inf is one), an additive or symmetric fraction missing or
+// outside [0, 1],
 // a clause given twice, or text left over is an error that quotes the part
 // it could not read and shows the form; v is then left unchanged.
 //
@@ -303,7 +323,7 @@ func (v Value) appendText(b []byte) []byte {
 }
 
 // readsJitter reports whether the mode reads Value.Jitter.
-func (m JitterMode) readsJitter() bool { return m == JitterAdditive }
+func (m JitterMode) readsJitter() bool { return m == JitterAdditive || m == JitterSymmetric }
 
 // policy is what one line of policy text sets: a Value, and for a Schedule
 // its limits.
@@ -471,7 +491,7 @@ func (p *policyParser) curve(v *Value) error {
 }
 
 // jitter reads: ("full" | "equal" | "decorrelated") " jitter" |
-// "additive jitter " fraction | "no jitter".
+// ("additive" | "symmetric") " jitter " fraction | "no jitter".
 func (p *policyParser) jitter(v *Value) error {
 	name := p.next()
 	mode, known := JitterNone, isWord(name.s, "no")
@@ -481,7 +501,7 @@ func (p *policyParser) jitter(v *Value) error {
 		}
 	}
 	if !known {
-		return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive or no jitter)%s", name.s, p.limitsHint())
+		return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive, symmetric or no jitter)%s", name.s, p.limitsHint())
 	}
 	if w, ok := p.peek(); !ok || !isWord(w.s, "jitter") {
 		if ok && w.s != "," {

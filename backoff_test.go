@@ -34,7 +34,8 @@ var (
 		math.MinInt, -1, 0, 1, 2, 7, 34, 35, 36, 37, 62, 63, 64, 65,
 		1 << 40, math.MaxInt - 1, math.MaxInt,
 	}
-	allModes = []JitterMode{JitterFull, JitterEqual, JitterDecorrelated, JitterAdditive, JitterNone, 5, 255}
+	definedModes = []JitterMode{JitterFull, JitterEqual, JitterDecorrelated, JitterAdditive, JitterNone, JitterSymmetric}
+	allModes     = append(definedModes[:len(definedModes):len(definedModes)], 6, 255) // and two this package does not define
 )
 
 // ceilingOf is the bound no wait may pass for a MaxDelay.
@@ -247,8 +248,8 @@ func TestValueHostile(t *testing.T) {
 		for _, b := range hostileDurations {
 			for _, c := range hostileDurations {
 				for _, m := range hostileFloats {
-					jitters := []float64{0.2} // only JitterAdditive reads Jitter
-					if mode == JitterAdditive {
+					jitters := []float64{0.2} // only JitterAdditive and JitterSymmetric read Jitter
+					if mode.readsJitter() {
 						jitters = []float64{math.NaN(), math.Inf(-1), -1, 0, 0x1p-1074, 1e-17, 0.2, 1, 2, math.Inf(1)}
 					}
 					for _, j := range jitters {
@@ -276,7 +277,7 @@ func TestValueRandomBits(t *testing.T) {
 			MaxDelay:   time.Duration(r.Uint64()) >> uint(r.IntN(64)),
 			Multiplier: math.Float64frombits(r.Uint64()),
 			Jitter:     math.Float64frombits(r.Uint64()),
-			JitterMode: JitterMode(r.IntN(6)),
+			JitterMode: JitterMode(r.IntN(len(allModes))),
 		}
 		if i%3 == 0 {
 			v.Multiplier = 1 + r.Float64()*r.Float64()
@@ -325,8 +326,9 @@ func TestGoldenSchedule(t *testing.T) {
 		JitterDecorrelated: {173267867, 240275997, 677957408, 2009121945, 3835150090, 1221244129, 2033501154, 292818483},
 		JitterAdditive:     {109158483, 216707336, 493094611, 997440339, 1904910211, 3383060265, 4542549480, 4039350710},
 		JitterNone:         {100000000, 200000000, 400000000, 800000000, 1600000000, 3200000000, 5000000000, 5000000000},
+		JitterSymmetric:    {93316967, 183414672, 486189224, 994880680, 1809820423, 2766120532, 4085098961, 3078701421},
 	}
-	for _, mode := range allModes[:5] {
+	for _, mode := range definedModes {
 		s := Schedule{
 			Curve: Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, Jitter: 0.25, JitterMode: mode},
 			Rand:  rand.New(rand.NewPCG(2026, 11)),
@@ -355,7 +357,7 @@ func equalDurations(a, b []time.Duration) bool {
 }
 
 func TestJitterModeText(t *testing.T) {
-	for _, m := range allModes[:5] {
+	for _, m := range definedModes {
 		b, err := m.MarshalText()
 		if err != nil || string(b) != m.String() {
 			t.Errorf("%v.MarshalText() = %q, %v, want %q, nil", m, b, err, m.String())
@@ -367,13 +369,13 @@ func TestJitterModeText(t *testing.T) {
 			}
 		}
 	}
-	names := map[JitterMode]string{JitterFull: "full", JitterEqual: "equal", JitterDecorrelated: "decorrelated", JitterAdditive: "additive", JitterNone: "none", 5: "unknown", 255: "unknown"}
+	names := map[JitterMode]string{JitterFull: "full", JitterEqual: "equal", JitterDecorrelated: "decorrelated", JitterAdditive: "additive", JitterNone: "none", JitterSymmetric: "symmetric", 6: "unknown", 255: "unknown"}
 	for m, want := range names {
 		if got := m.String(); got != want {
 			t.Errorf("JitterMode(%d).String() = %q, want %q", m, got, want)
 		}
 	}
-	for _, m := range []JitterMode{5, 255} {
+	for _, m := range []JitterMode{6, 255} {
 		if b, err := m.MarshalText(); err == nil {
 			t.Errorf("JitterMode(%d).MarshalText() = %q, nil, want an error", m, b)
 		}
@@ -436,6 +438,9 @@ func TestValueBounds(t *testing.T) {
 		{JitterDecorrelated, 99, 100 * ms, 30 * time.Second},
 		{JitterAdditive, 3, 400 * ms, 600*ms - 1},
 		{JitterAdditive, 99, 20 * time.Second, 30 * time.Second},
+		{JitterSymmetric, 1, 50 * ms, 150 * ms},
+		{JitterSymmetric, 3, 200 * ms, 600 * ms},
+		{JitterSymmetric, 99, 10 * time.Second, 30 * time.Second},
 		{200, 3, 0, 400 * ms},
 	}
 	for _, tt := range tests {
@@ -461,6 +466,15 @@ func TestJitterRanges(t *testing.T) {
 		{"widen fractional span", mk(widenRange(10, 0.25, max)), rng{10, 12}},
 		{"widen near the bound", mk(widenRange(max-10, 1, max)), rng{max - 10, max}},
 		{"widen at the bound", mk(widenRange(max, 1, max)), rng{max, max}},
+		{"symmetric", mk(symmetricRange(time.Second, 0.2, max)), rng{800 * time.Millisecond, 1200 * time.Millisecond}},
+		{"symmetric whole ns", mk(symmetricRange(10, 0.15, max)), rng{9, 11}},
+		{"symmetric under 1ns", mk(symmetricRange(1, 0.2, max)), rng{1, 1}},
+		{"symmetric zero jitter", mk(symmetricRange(7, 0, max)), rng{7, 7}},
+		{"symmetric zero", mk(symmetricRange(0, 1, max)), rng{0, 0}},
+		{"symmetric negative", mk(symmetricRange(-5, 1, max)), rng{0, 0}},
+		{"symmetric full width", mk(symmetricRange(max/2, 1, max)), rng{0, max - 1}},
+		{"symmetric held at the limit", mk(symmetricRange(max, 1, max)), rng{0, max}},
+		{"symmetric held at a small limit", mk(symmetricRange(100, 0.5, 120)), rng{50, 120}},
 		{"decorrelate first", mk(decorrelateRange(time.Second, 0, 0)), rng{time.Second, 3 * time.Second}},
 		{"decorrelate capped", mk(decorrelateRange(time.Second, 2*time.Second, time.Minute)), rng{time.Second, 2 * time.Second}},
 		{"decorrelate previous saturates", mk(decorrelateRange(time.Second, 0, max/2)), rng{time.Second, max}},
@@ -580,6 +594,8 @@ func TestDistributions(t *testing.T) {
 	chiSquareUniform(t, "Widen(20, 0.5)", 20, 10, n, draw(lo, hi))
 	lo, hi = addJitterRange(100, 8)
 	chiSquareUniform(t, "AddJitter(100, 8)", 100, 8, n, draw(lo, hi))
+	lo, hi = Value{BaseDelay: 10, Jitter: 0.5, JitterMode: JitterSymmetric}.Bounds(1)
+	chiSquareUniform(t, "symmetric 10ns ±50%", 5, 11, n, draw(lo, hi))
 	// Near math.MaxInt64 the spread must reach, not pile up on, the bound.
 	lo, hi = widenRange(max-15, 1, max)
 	chiSquareUniform(t, "Widen(MaxInt64-15, 1)", max-15, 16, n, draw(lo, hi))
@@ -609,6 +625,21 @@ func TestDistributions(t *testing.T) {
 	v = Value{BaseDelay: max - 100, Jitter: 1, JitterMode: JitterAdditive}
 	lo, hi = v.Bounds(5)
 	ksUniform(t, "additive uncapped", lo, hi, n, draw(lo, hi))
+
+	// Symmetric at the ceiling, and next to math.MaxInt64 with no ceiling.
+	v = Value{BaseDelay: time.Second, MaxDelay: 30 * time.Second, Jitter: 0.5, JitterMode: JitterSymmetric}
+	if lo, hi = v.Bounds(40); lo != 10*time.Second || hi != 30*time.Second {
+		t.Errorf("symmetric at the ceiling: bounds [%v, %v], want [10s, 30s]", lo, hi)
+	}
+	ksUniform(t, "symmetric at the ceiling", lo, hi, n, draw(lo, hi))
+	for _, j := range []float64{0.2, 1} {
+		v = Value{BaseDelay: max - 100, Jitter: j, JitterMode: JitterSymmetric}
+		lo, hi = v.Bounds(5)
+		if float64(hi) < float64(max)*0.999 || float64(lo) > float64(max)/(1+j)*(1-j)*1.001 {
+			t.Errorf("symmetric uncapped, jitter %v: bounds [%d, %d], want about [MaxInt64×%.3f, MaxInt64]", j, lo, hi, (1-j)/(1+j))
+		}
+		ksUniform(t, fmt.Sprintf("symmetric uncapped, jitter %v", j), lo, hi, n, draw(lo, hi))
+	}
 }
 
 // TestDistributionsExported draws from the exported functions themselves,
@@ -628,7 +659,10 @@ func TestDistributionsExported(t *testing.T) {
 	ksUniform(t, "Decorrelate(1, 0, MaxInt64/5)", 1, max/5*3, n, func() time.Duration { return Decorrelate(1, 0, max/5) })
 	v := Value{BaseDelay: time.Second, MaxDelay: 30 * time.Second, Jitter: 0.5, JitterMode: JitterAdditive}
 	ksUniform(t, "additive at the ceiling", 20*time.Second, 30*time.Second, n, func() time.Duration { return v.Delay(40) })
-	for _, mode := range allModes[:4] {
+	v = Value{BaseDelay: max - 100, Jitter: 1, JitterMode: JitterSymmetric}
+	ksUniform(t, "symmetric uncapped", 0, max, n, func() time.Duration { return v.Delay(3) })
+	chiSquareUniform(t, "symmetric 10ns ±50%", 5, 11, n, func() time.Duration { return Value{BaseDelay: 10, Jitter: 0.5, JitterMode: JitterSymmetric}.Delay(1) })
+	for _, mode := range []JitterMode{JitterFull, JitterEqual, JitterDecorrelated, JitterAdditive, JitterSymmetric} {
 		v := Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second, Jitter: 0.2, JitterMode: mode}
 		lo, hi := v.Bounds(6)
 		ksUniform(t, "Delay(6) "+mode.String(), lo, hi, n, func() time.Duration { return v.Delay(6) })
@@ -1150,7 +1184,7 @@ func benchValue(mode JitterMode) Value {
 }
 
 func BenchmarkDelay(b *testing.B) {
-	for _, mode := range allModes[:5] {
+	for _, mode := range definedModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			v := benchValue(mode)
 			for b.Loop() {
@@ -1161,7 +1195,7 @@ func BenchmarkDelay(b *testing.B) {
 }
 
 func BenchmarkBounds(b *testing.B) {
-	for _, mode := range allModes[:5] {
+	for _, mode := range definedModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			v := benchValue(mode)
 			for b.Loop() {
@@ -1204,7 +1238,7 @@ func BenchmarkDelayParallel(b *testing.B) {
 // BenchmarkNext measures one wait in a long sequence: the schedule is reset
 // every 10 waits so it stays on the same part of the curve as Delay(7).
 func BenchmarkNext(b *testing.B) {
-	for _, mode := range allModes[:5] {
+	for _, mode := range definedModes {
 		b.Run(mode.String(), func(b *testing.B) {
 			s := Schedule{Curve: benchValue(mode)}
 			for b.Loop() {
@@ -1319,6 +1353,8 @@ func TestPolicyTextCanonical(t *testing.T) {
 		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Multiplier: 1.5, JitterMode: JitterDecorrelated}, "1s×1.5 up to 1m0s, decorrelated jitter"},
 		{Value{BaseDelay: 5 * time.Second, Multiplier: 1, JitterMode: JitterNone}, "5s×1 uncapped, no jitter"},
 		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: 0.2, JitterMode: JitterAdditive}, "1s×2 up to 1m0s, additive jitter 0.2"},
+		{Value{BaseDelay: time.Second, MaxDelay: 144 * time.Second, Multiplier: 1.6, Jitter: 0.2, JitterMode: JitterSymmetric}, "1s×1.6 up to 2m24s, symmetric jitter 0.2"},
+		{Value{BaseDelay: time.Second, Jitter: -3, JitterMode: JitterSymmetric}, "1s×2 uncapped, symmetric jitter 0"},
 		{Value{}, "no wait, full jitter"},
 		{Value{BaseDelay: -1, MaxDelay: time.Second, Multiplier: 3, JitterMode: JitterEqual}, "no wait, equal jitter"},
 		{Value{BaseDelay: 1, MaxDelay: -5, Multiplier: math.Inf(1), Jitter: math.NaN(), JitterMode: JitterAdditive}, "1ns×+Inf uncapped, additive jitter 0"},
@@ -1382,6 +1418,8 @@ func TestPolicyTextAccepted(t *testing.T) {
 		{"100ms, additive jitter 0", "100ms×2 uncapped, additive jitter 0"},
 		{"100ms, additive jitter 1", "100ms×2 uncapped, additive jitter 1"},
 		{"100ms, additive jitter .5", "100ms×2 uncapped, additive jitter 0.5"},
+		{"1s x1.6 up to 2m24s, Symmetric Jitter 0.2", "1s×1.6 up to 2m24s, symmetric jitter 0.2"},
+		{"500ms×1.5 up to 90s, symmetric jitter 0.5", "500ms×1.5 up to 1m30s, symmetric jitter 0.5"},
 		{"no wait", "no wait, full jitter"},
 		{"NO WAIT, no jitter", "no wait, no jitter"},
 		{"no wait, additive jitter 0.5", "no wait, additive jitter 0.5"},
@@ -1466,6 +1504,9 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"100ms, additive jitter 1.5", `additive jitter fraction "1.5"`},
 		{"100ms, additive jitter -0.1", `additive jitter fraction "-0.1"`},
 		{"100ms, additive jitter NaN", `additive jitter fraction "NaN"`},
+		{"100ms, symmetric jitter", "symmetric jitter needs a fraction"},
+		{"100ms, symmetric jitter 1.01", `symmetric jitter fraction "1.01"`},
+		{"100ms, symmetric", `"symmetric": want "symmetric jitter"`},
 		{"100ms, full jitter 0.2", `cannot read "0.2"`},
 		{"100ms, full jitter, equal jitter", `"equal jitter": a clause given twice`},
 		{"100ms, 0 retries", `"0 retries": want at least 1 (leave the clause out for no limit)`},

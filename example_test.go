@@ -273,7 +273,7 @@ func ExampleJitterMode_UnmarshalText() {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	curve := backoff.Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second}
-	fs.TextVar(&curve.JitterMode, "jitter", backoff.JitterFull, "full, equal, decorrelated, additive or none")
+	fs.TextVar(&curve.JitterMode, "jitter", backoff.JitterFull, "full, equal, decorrelated, additive, none or symmetric")
 
 	if err := fs.Parse([]string{"-jitter", "Equal"}); err == nil {
 		fmt.Println(curve)
@@ -282,7 +282,7 @@ func ExampleJitterMode_UnmarshalText() {
 	fmt.Println(err)
 	// Output:
 	// 100ms×2 up to 30s, equal jitter
-	// invalid value "random" for flag -jitter: backoff: unknown jitter mode "random": want one of "full", "equal", "decorrelated", "additive", "none"
+	// invalid value "random" for flag -jitter: backoff: unknown jitter mode "random": want one of "full", "equal", "decorrelated", "additive", "none", "symmetric"
 }
 
 // Planning a request timeout around Value.Delay: the longest n retries can
@@ -314,7 +314,7 @@ func ExampleValue_Bounds() {
 func ExampleJitterMode() {
 	for _, mode := range []backoff.JitterMode{
 		backoff.JitterFull, backoff.JitterEqual, backoff.JitterDecorrelated,
-		backoff.JitterAdditive, backoff.JitterNone,
+		backoff.JitterAdditive, backoff.JitterNone, backoff.JitterSymmetric,
 	} {
 		curve := backoff.Value{BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: 0.5, JitterMode: mode}
 		lo, hi := curve.Bounds(4)
@@ -326,6 +326,7 @@ func ExampleJitterMode() {
 	// decorrelated [1s, 12s]
 	// additive     [8s, 11.999999999s]
 	// none         [8s, 8s]
+	// symmetric    [4s, 12s]
 }
 
 // Delay draws a fresh wait on every call; it always lies in Bounds.
@@ -478,4 +479,30 @@ func ExampleSchedule() {
 	// 286ms
 	// 213ms
 	// 4 waits, 907ms in all
+}
+
+// gRPC's retry policy (gRFC A6) waits min(initialBackoff×multiplier^(n−1),
+// maxBackoff) × random(0.8, 1.2). As a Schedule: symmetric jitter 0.2, with
+// MaxDelay at maxBackoff×1.2 so that the ceiling spreads as gRPC's does, and
+// maxAttempts 4 (the first call and 3 retries) as MaxRetries 3.
+func ExampleJitterSymmetric() {
+	var grpcA6 backoff.Schedule
+	if err := grpcA6.UnmarshalText([]byte("100ms×2 up to 1.2s, symmetric jitter 0.2, 3 retries")); err != nil {
+		fmt.Println(err)
+	}
+	for attempt := 1; attempt <= 5; attempt++ {
+		lo, hi := grpcA6.Curve.Bounds(attempt)
+		fmt.Printf("retry %d waits between %v and %v\n", attempt, lo, hi)
+	}
+	fmt.Println(grpcA6.Curve == backoff.Value{
+		BaseDelay: 100 * time.Millisecond, MaxDelay: 1200 * time.Millisecond, Multiplier: 2,
+		Jitter: 0.2, JitterMode: backoff.JitterSymmetric,
+	})
+	// Output:
+	// retry 1 waits between 80ms and 120ms
+	// retry 2 waits between 160ms and 240ms
+	// retry 3 waits between 320ms and 480ms
+	// retry 4 waits between 640ms and 960ms
+	// retry 5 waits between 800ms and 1.2s
+	// true
 }

@@ -108,6 +108,26 @@ func widenRange(delay time.Duration, jitter float64, limit time.Duration) (lo, h
 	return delay, delay + k - 1
 }
 
+// symmetricRange returns the whole nanoseconds in [g×(1−j), g×(1+j)], for
+// g ≥ 0, j in [0, 1] and g×(1+j) ≤ limit up to rounding: [g−k, g+k] with
+// k = ⌊g×j⌋, which is exact because g is whole. The upper end is held at
+// limit.
+func symmetricRange(g time.Duration, j float64, limit time.Duration) (lo, hi time.Duration) {
+	if g <= 0 {
+		return 0, 0
+	}
+	k := g
+	// float64(g) may round up past g; !(… < …) keeps k within g.
+	if span := float64(g) * j; span < float64(g) {
+		k = min(time.Duration(span), g)
+	}
+	hi = limit
+	if k <= limit-g {
+		hi = g + k
+	}
+	return g - k, hi
+}
+
 // Decorrelate returns one step of the AWS "decorrelated jitter" loop: a wait
 // drawn uniformly from [base, min(ceiling, 3×previous)], both ends included.
 // A previous wait below base is read as base, so a loop's first wait lies in
