@@ -46,6 +46,44 @@ func ceilingOf(maxDelay time.Duration) time.Duration {
 	return maxDelay
 }
 
+// TestTerminates runs every loop in the package (the squaring in Grow, the
+// rejection in the draws, the digits of a Retry-After, the policy scanner)
+// and crashes the test binary if they have not returned after a generous
+// time: a loop that no longer ends is a failure here, not a hang later. It
+// comes first, so that no other test hangs on such a loop before it. The
+// bound is a liveness check (the work takes microseconds), not a speed
+// assertion.
+func TestTerminates(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, m := range []float64{1.5, 3, math.Nextafter(1, 2), 1.0001, 1e3} {
+			for _, a := range []int{2, 3, 7, 40, 1 << 40, math.MaxInt} {
+				Grow(time.Millisecond, 0, m, a)
+				Grow(time.Millisecond, time.Hour, m, a)
+			}
+		}
+		const max = time.Duration(math.MaxInt64)
+		r := rand.New(rand.NewPCG(1, 1))
+		for range 200 { // about one draw in four takes the rejection step
+			Equal(max)
+			Decorrelate(1, 0, max/5)
+			uniform(r, max/2, max)
+		}
+		ParseRetryAfter(" 0123456789012345678901234567890 ", time.Now())
+		ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", time.Now())
+		var s Schedule
+		for _, text := range []string{"100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", "1s, 2 retries, equal jitter, 3m of waiting", "no wait", "100ms,, x"} {
+			_ = s.UnmarshalText([]byte(text))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		panic("TestTerminates: the package's loops did not return within 30s: a loop that does not end")
+	}
+}
+
 func TestNormalMultiplier(t *testing.T) {
 	tests := []struct{ in, want float64 }{
 		{math.NaN(), 2},
@@ -130,6 +168,21 @@ func TestGrow(t *testing.T) {
 		{"max base no ceiling", math.MaxInt64, 0, 2, math.MaxInt, math.MaxInt64},
 		{"huge multiplier", 1, 0, math.MaxFloat64, 2, math.MaxInt64},
 		{"attempt MaxInt", time.Nanosecond, 0, math.Nextafter(1, 2), math.MaxInt, math.MaxInt64},
+		// The doubling shortcut takes 2 and 0 only, with a ceiling set.
+		{"multiplier one under a ceiling", time.Second, time.Minute, 1, 5, time.Second},
+		{"multiplier three under a ceiling", time.Second, time.Minute, 3, 3, 9 * time.Second},
+		{"multiplier 1.5 under a ceiling", 100 * ms, time.Minute, 1.5, 3, 225 * ms},
+		{"multiplier zero under a ceiling", time.Second, time.Minute, 0, 3, 4 * time.Second},
+		{"multiplier -1 under a ceiling", time.Second, time.Minute, -1, 3, 4 * time.Second},
+		{"doubling 1ns under a 1ns ceiling", 1, 1, 2, 1, 1},
+		{"doubling to 2^62 under the bound", 1, math.MaxInt64, 2, 63, 1 << 62},
+		{"doubling past 2^62 under the bound", 1, math.MaxInt64, 2, 64, math.MaxInt64},
+		// Attempt 1 is base exactly, even where float64(base) rounds.
+		{"attempt 1 of a base float64 rounds up", 1<<54 + 3, 0, 1.5, 1, 1<<54 + 3},
+		{"attempt 1 of a base float64 rounds down", 1<<54 + 1, 0, 1.5, 1, 1<<54 + 1},
+		// A shift count that would wrap a uint64 is past the bound.
+		{"multiplier 16, attempt 2^62+1", 1, 0, 16, 1<<62 + 1, math.MaxInt64},
+		{"multiplier 2^62, attempt 2^60", 1, 0, 1 << 62, 1 << 60, math.MaxInt64},
 	}
 	for _, tt := range tests {
 		if got := Grow(tt.base, tt.ceiling, tt.mult, tt.attempt); got != tt.want {
@@ -175,6 +228,29 @@ func TestGrowMatchesPow(t *testing.T) {
 		}
 		if got := Grow(base, 0, m, attempt); got != want {
 			t.Fatalf("Grow(%d, 0, %v, %d) = %d, want %d", base, m, attempt, got, want)
+		}
+	}
+}
+
+// TestGrowMatchesPowHostile checks the float path against math.Pow where
+// the multiplier sits next to 1 or to a power of two.
+func TestGrowMatchesPowHostile(t *testing.T) {
+	ms := []float64{math.Nextafter(1, 2), 1 + 0x1p-40, 1.0001, math.Nextafter(2, 1), math.Nextafter(2, 3), 3, math.Nextafter(4, 5), 1e3}
+	for _, m := range ms {
+		for _, base := range []time.Duration{1, 3, time.Millisecond, time.Second, 1 << 40} {
+			for _, attempt := range []int{2, 3, 7, 40, 1 << 20, 1 << 40, 1 << 50, 1<<52 + 1, 1 << 55} {
+				f := float64(base) * math.Pow(m, float64(attempt-1))
+				want := time.Duration(math.MaxInt64)
+				if f < 0x1p63 {
+					want = max(time.Duration(f), base)
+				}
+				got := Grow(base, 0, m, attempt)
+				// math.Pow may round the last bit differently from
+				// repeated squaring far from 1: allow a relative 1e-12.
+				if d := math.Abs(float64(got) - float64(want)); d > float64(want)*1e-12 {
+					t.Errorf("Grow(%d, 0, %v, %d) = %d, want %d", base, m, attempt, got, want)
+				}
+			}
 		}
 	}
 }
