@@ -270,6 +270,7 @@ func TestGrowConstantWork(t *testing.T) {
 }
 
 func TestGrowMonotone(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	check := func(base, ceiling time.Duration, m float64, a int) {
 		t.Helper()
@@ -320,6 +321,7 @@ func checkValue(t *testing.T, v Value, attempt int) {
 
 // TestValueHostile sweeps every field over hostile values.
 func TestValueHostile(t *testing.T) {
+	t.Parallel()
 	for _, mode := range allModes {
 		for _, b := range hostileDurations {
 			for _, c := range hostileDurations {
@@ -1703,6 +1705,7 @@ func checkValueRoundTrip(t *testing.T, v Value) {
 }
 
 func TestPolicyTextRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, mode := range allModes {
 		for _, b := range hostileDurations {

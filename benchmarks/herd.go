@@ -37,13 +37,14 @@ type Strategy struct {
 const AdditiveJitter = 0.5
 
 // scheduleStrategy runs one of our modes through Schedule.Next, the real
-// loop (for JitterDecorrelated, each wait drawn from the one before).
-func scheduleStrategy(mode backoff.JitterMode) Strategy {
+// loop (for JitterDecorrelated, each wait drawn from the one before), with
+// the model's base and the given cap.
+func scheduleStrategy(mode backoff.JitterMode, cap time.Duration) Strategy {
 	return Strategy{
 		Name: mode.String(),
 		New: func(r *rand.Rand) func(int) time.Duration {
 			s := &backoff.Schedule{
-				Curve: backoff.Value{BaseDelay: HerdBase, MaxDelay: HerdCap, Jitter: AdditiveJitter, JitterMode: mode},
+				Curve: backoff.Value{BaseDelay: HerdBase, MaxDelay: cap, Jitter: AdditiveJitter, JitterMode: mode},
 				Rand:  r,
 			}
 			return func(int) time.Duration { d, _ := s.Next(); return d }
@@ -51,17 +52,23 @@ func scheduleStrategy(mode backoff.JitterMode) Strategy {
 	}
 }
 
-// Strategies are our five modes and, for reference, no backoff at all.
-var Strategies = []Strategy{
-	{Name: "no backoff", New: func(*rand.Rand) func(int) time.Duration {
-		return func(int) time.Duration { return 0 }
-	}},
-	scheduleStrategy(backoff.JitterNone),
-	scheduleStrategy(backoff.JitterFull),
-	scheduleStrategy(backoff.JitterEqual),
-	scheduleStrategy(backoff.JitterDecorrelated),
-	scheduleStrategy(backoff.JitterAdditive),
+// StrategiesCapped are our modes with the given cap and, for reference, no
+// backoff at all.
+func StrategiesCapped(cap time.Duration) []Strategy {
+	return []Strategy{
+		{Name: "no backoff", New: func(*rand.Rand) func(int) time.Duration {
+			return func(int) time.Duration { return 0 }
+		}},
+		scheduleStrategy(backoff.JitterNone, cap),
+		scheduleStrategy(backoff.JitterFull, cap),
+		scheduleStrategy(backoff.JitterEqual, cap),
+		scheduleStrategy(backoff.JitterDecorrelated, cap),
+		scheduleStrategy(backoff.JitterAdditive, cap),
+	}
 }
+
+// Strategies are StrategiesCapped at the model's cap, HerdCap.
+var Strategies = StrategiesCapped(HerdCap)
 
 // Outcome is what one trial of one strategy measured.
 type Outcome struct {
@@ -234,9 +241,15 @@ type Summary struct {
 // Run simulates every strategy for every n, trials times each, on all
 // cores; the result depends only on the arguments.
 func Run(ns []int, trials int, seed uint64) [][]Summary {
+	return RunStrategies(Strategies, ns, trials, seed)
+}
+
+// RunStrategies is Run over the given strategies, which must include full
+// jitter's (the paired ratios are to it).
+func RunStrategies(strategies []Strategy, ns []int, trials int, seed uint64) [][]Summary {
 	out := make([][]Summary, len(ns))
 	for i, n := range ns {
-		results := make([][]Outcome, len(Strategies)) // [strategy][trial]
+		results := make([][]Outcome, len(strategies)) // [strategy][trial]
 		for s := range results {
 			results[s] = make([]Outcome, trials)
 		}
@@ -247,7 +260,7 @@ func Run(ns []int, trials int, seed uint64) [][]Summary {
 			go func() {
 				defer wg.Done()
 				for t := range next {
-					for s, st := range Strategies {
+					for s, st := range strategies {
 						results[s][t] = Simulate(st, n, seed, t)
 					}
 				}
@@ -260,12 +273,12 @@ func Run(ns []int, trials int, seed uint64) [][]Summary {
 		wg.Wait()
 
 		full := -1
-		for s, st := range Strategies {
+		for s, st := range strategies {
 			if st.Name == backoff.JitterFull.String() {
 				full = s
 			}
 		}
-		for s, st := range Strategies {
+		for s, st := range strategies {
 			sum := Summary{Strategy: st.Name, N: n}
 			var completion float64
 			for t, o := range results[s] {

@@ -7,10 +7,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	avast "github.com/avast/retry-go/v4"
+	avast "github.com/avast/retry-go/v5"
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	cenkaltiv4 "github.com/cenkalti/backoff/v4"
 	cenkaltiv5 "github.com/cenkalti/backoff/v5"
+	cenkaltiv7 "github.com/cenkalti/backoff/v7"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
@@ -104,6 +105,14 @@ var peers = []Peer{
 		},
 	},
 	{
+		Name: "cenkalti/backoff/v7", Jitter: "±50% (default)", Headroom: "documented: MaxInterval caps the interval before ±50%", Multiplier: true,
+		New: func(c Config) func(int) time.Duration {
+			b := &cenkaltiv7.ExponentialBackOff{InitialInterval: c.Base, RandomizationFactor: 0.5, Multiplier: mult(c), MaxInterval: capOr(c)}
+			b.Reset()
+			return func(int) time.Duration { return b.NextBackOff() }
+		},
+	},
+	{
 		Name: "jpillora/backoff", Jitter: "[base, d]", Headroom: "none documented", Multiplier: true,
 		New: func(c Config) func(int) time.Duration {
 			b := &jpillora.Backoff{Min: c.Base, Max: capOr(c), Factor: mult(c), Jitter: true}
@@ -118,14 +127,12 @@ var peers = []Peer{
 		},
 	},
 	{
-		Name: "avast/retry-go/v4", Jitter: "full [0, d)", Headroom: "none: MaxDelay clamps in Do", Fixed: "multiplier (×2 only)",
+		Name: "avast/retry-go/v5", Jitter: "full [0, d)", Headroom: "none: MaxDelay clamps in Do", Fixed: "multiplier (×2 only)",
 		New: func(c Config) func(int) time.Duration {
-			cfg := &avast.Config{}
-			avast.Delay(c.Base)(cfg)
-			avast.MaxDelay(c.Cap)(cfg)
+			r := avast.New(avast.Delay(c.Base), avast.MaxDelay(c.Cap))
 			return func(a int) time.Duration {
 				// Do clamps the DelayType's result at MaxDelay, when set.
-				d := avast.FullJitterBackoffDelay(uint(a), errFail, cfg)
+				d := avast.FullJitterBackoffDelay(uint(a), errFail, r)
 				if c.Cap > 0 && d > c.Cap {
 					d = c.Cap
 				}

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	avast "github.com/avast/retry-go/v4"
+	avast "github.com/avast/retry-go/v5"
 	awsretry "github.com/aws/aws-sdk-go-v2/aws/retry"
 	cenkaltiv4 "github.com/cenkalti/backoff/v4"
 	cenkaltiv5 "github.com/cenkalti/backoff/v5"
+	cenkaltiv7 "github.com/cenkalti/backoff/v7"
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 	jpillora "github.com/jpillora/backoff"
 	sethvargo "github.com/sethvargo/go-retry"
@@ -86,12 +87,21 @@ var fullJitter = []contender{
 			return b.NextBackOff()
 		}
 	}},
+	{"cenkalti-v7", func() func(int) time.Duration {
+		b := &cenkaltiv7.ExponentialBackOff{InitialInterval: base, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: cap}
+		return func(a int) time.Duration {
+			if a == 1 {
+				b.Reset()
+			}
+			return b.NextBackOff()
+		}
+	}},
 	{"jpillora", func() func(int) time.Duration {
 		b := &jpillora.Backoff{Min: base, Max: cap, Factor: 2, Jitter: true}
 		return func(a int) time.Duration { return b.ForAttempt(float64(a - 1)) }
 	}},
 	{"sethvargo", sethvargoSequence(true)},
-	{"avast-v4", avastSequence(avast.FullJitterBackoffDelay)},
+	{"avast-v5", avastSequence(avast.FullJitterBackoffDelay)},
 	{"aws-v2", func() func(int) time.Duration {
 		b := awsretry.NewExponentialJitterBackoff(cap) // its base is fixed at 1s
 		return func(a int) time.Duration {
@@ -139,12 +149,21 @@ var noJitter = []contender{
 			return b.NextBackOff()
 		}
 	}},
+	{"cenkalti-v7", func() func(int) time.Duration {
+		b := &cenkaltiv7.ExponentialBackOff{InitialInterval: base, Multiplier: 2, MaxInterval: cap}
+		return func(a int) time.Duration {
+			if a == 1 {
+				b.Reset()
+			}
+			return b.NextBackOff()
+		}
+	}},
 	{"jpillora", func() func(int) time.Duration {
 		b := &jpillora.Backoff{Min: base, Max: cap, Factor: 2}
 		return func(a int) time.Duration { return b.ForAttempt(float64(a - 1)) }
 	}},
 	{"sethvargo", sethvargoSequence(false)},
-	{"avast-v4", avastSequence(avast.BackOffDelay)},
+	{"avast-v5", avastSequence(avast.BackOffDelay)},
 	{"retryablehttp-Default", func() func(int) time.Duration {
 		return func(a int) time.Duration { return retryablehttp.DefaultBackoff(base, cap, a-1, nil) }
 	}},
@@ -196,10 +215,8 @@ func sethvargoSequence(fullJitter bool) func() func(int) time.Duration {
 // as its Do loop does.
 func avastSequence(delay avast.DelayTypeFunc) func() func(int) time.Duration {
 	return func() func(int) time.Duration {
-		cfg := &avast.Config{}
-		avast.Delay(base)(cfg)
-		avast.MaxDelay(cap)(cfg)
-		return func(a int) time.Duration { return min(delay(uint(a), errFail, cfg), cap) }
+		r := avast.New(avast.Delay(base), avast.MaxDelay(cap))
+		return func(a int) time.Duration { return min(delay(uint(a), errFail, r), cap) }
 	}
 }
 
