@@ -382,6 +382,9 @@ func tokenize(text string) []token {
 	return toks
 }
 
+// parsePolicy reads one line of policy text: a Value's, or with schedule
+// set a Schedule's, whose limits may follow. The grammar is in the doc
+// comments of Value.UnmarshalText and Schedule.UnmarshalText.
 func parsePolicy(text string, schedule bool) (policy, error) {
 	p := &policyParser{text: text, toks: tokenize(text), schedule: schedule}
 	var out policy

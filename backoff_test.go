@@ -180,6 +180,9 @@ func TestGrow(t *testing.T) {
 		// Attempt 1 is base exactly, even where float64(base) rounds.
 		{"attempt 1 of a base float64 rounds up", 1<<54 + 3, 0, 1.5, 1, 1<<54 + 3},
 		{"attempt 1 of a base float64 rounds down", 1<<54 + 1, 0, 1.5, 1, 1<<54 + 1},
+		// float64(base)×1.5 rounds to exactly 2^63 = float64(MaxInt64),
+		// which must not be converted (MinInt64 on amd64).
+		{"product rounds to 2^63", 6148914691236517205, 0, 1.5, 2, math.MaxInt64},
 		// A shift count that would wrap a uint64 is past the bound.
 		{"multiplier 16, attempt 2^62+1", 1, 0, 16, 1<<62 + 1, math.MaxInt64},
 		{"multiplier 2^62, attempt 2^60", 1, 0, 1 << 62, 1 << 60, math.MaxInt64},
@@ -1838,4 +1841,140 @@ func FuzzText(f *testing.F) {
 			checkValueRoundTrip(t, w)
 		}
 	})
+}
+
+// TestEdgesReached: at the 1ns edges every value of the interval is drawn,
+// both ends included.
+func TestEdgesReached(t *testing.T) {
+	tests := []struct {
+		name   string
+		lo, hi time.Duration
+		draw   func() time.Duration
+	}{
+		{"Full(1)", 0, 1, func() time.Duration { return Full(1) }},
+		{"Equal(1)", 0, 1, func() time.Duration { return Equal(1) }},
+		{"Equal(3)", 1, 3, func() time.Duration { return Equal(3) }},
+		{"Widen(10, 0.15)", 10, 11, func() time.Duration { return Widen(10, 0.15) }},
+		{"Decorrelate(1, 0, 1)", 1, 3, func() time.Duration { return Decorrelate(1, 0, 1) }},
+		{"AddJitter(5, 2)", 5, 6, func() time.Duration { return AddJitter(5, 2) }},
+		{"Value{1, 1}.Delay(1)", 0, 1, func() time.Duration { return Value{BaseDelay: 1, MaxDelay: 1}.Delay(1) }},
+		{"Value{1, 1, ×3}.Delay(1)", 0, 1, func() time.Duration { return Value{BaseDelay: 1, MaxDelay: 1, Multiplier: 3}.Delay(1) }},
+		{"Value{1, 4}.Delay(3)", 0, 4, func() time.Duration { return Value{BaseDelay: 1, MaxDelay: 4}.Delay(3) }},
+		{"Value{2, equal}.Delay(1)", 1, 2, func() time.Duration { return Value{BaseDelay: 2, MaxDelay: 2, JitterMode: JitterEqual}.Delay(1) }},
+		{"Value{10, symmetric 0.1}.Delay(1)", 9, 11, func() time.Duration { return Value{BaseDelay: 10, Jitter: 0.1, JitterMode: JitterSymmetric}.Delay(1) }},
+		{"Schedule{1, 1}.Next()", 0, 1, func() time.Duration {
+			s := Schedule{Curve: Value{BaseDelay: 1, MaxDelay: 1}}
+			d, _ := s.Next()
+			return d
+		}},
+	}
+	for _, tt := range tests {
+		chiSquareUniform(t, tt.name, tt.lo, int(tt.hi-tt.lo)+1, 4000, tt.draw)
+	}
+}
+
+// TestRejectionUnbiased: over n = ⌈2^64/2.5⌉ values, a multiply-shift draw
+// without its rejection step gives even results 3 chances in 5 and odd
+// ones 2: the step is what makes the parity a fair coin. Every path that
+// draws from the package-level source is checked.
+func TestRejectionUnbiased(t *testing.T) {
+	const n = 7378697629483820647 // ⌈2^64/2.5⌉
+	g := time.Duration(n - 1)
+	s := Schedule{Curve: Value{BaseDelay: g, MaxDelay: g}}
+	paths := map[string]func() time.Duration{
+		"Full":               func() time.Duration { return Full(g) },
+		"Value.Delay":        func() time.Duration { return Value{BaseDelay: g, MaxDelay: g}.Delay(1) },
+		"Value.Delay ×1.5":   func() time.Duration { return Value{BaseDelay: g, MaxDelay: g, Multiplier: 1.5}.Delay(1) },
+		"Schedule.Next":      func() time.Duration { s.Reset(); d, _ := s.Next(); return d },
+		"Decorrelate":        func() time.Duration { return Decorrelate(1, g+1, g) - 1 },
+		"Schedule.Next seed": func() time.Duration { return 0 }, // replaced below
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	seeded := Schedule{Curve: Value{BaseDelay: g, MaxDelay: g}, Rand: r}
+	paths["Schedule.Next seed"] = func() time.Duration { seeded.Reset(); d, _ := seeded.Next(); return d }
+	const draws = 20000
+	for name, draw := range paths {
+		even := 0
+		for range draws {
+			d := draw()
+			if d < 0 || d > g {
+				t.Fatalf("%s = %d, want in [0, %d]", name, d, g)
+			}
+			if d%2 == 0 {
+				even++
+			}
+		}
+		// A fair coin: 0.5 ± 6 standard errors; the bias would be 0.6.
+		if f := float64(even) / draws; math.Abs(f-0.5) > 6*0.5/math.Sqrt(draws) {
+			t.Errorf("%s: %.3f of %d draws even, want 0.5: the rejection step is not working", name, f, draws)
+		}
+	}
+}
+
+// TestScheduleDefaultPath checks the path most users take, the zero Rand
+// with full jitter doubling under a ceiling: the k-th wait of a sequence
+// is uniform over [0, Grow(k)], attempt for attempt.
+func TestScheduleDefaultPath(t *testing.T) {
+	const sequences = 4000
+	v := Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 10 * time.Second}
+	waits := make([][]time.Duration, 9)
+	s := Schedule{Curve: v}
+	for range sequences {
+		s.Reset()
+		for k := range waits {
+			d, ok := s.Next()
+			if !ok {
+				t.Fatalf("Next() = %v, false", d)
+			}
+			waits[k] = append(waits[k], d)
+		}
+	}
+	for k, ws := range waits {
+		lo, hi := v.Bounds(k + 1)
+		i := 0
+		ksUniform(t, fmt.Sprintf("wait %d", k+1), lo, hi, len(ws), func() time.Duration { i++; return ws[i-1] })
+	}
+	// The same for JitterNone and JitterEqual, which are deterministic or
+	// bounded at both ends, and for the decorrelated loop without a Rand.
+	for _, mode := range []JitterMode{JitterNone, JitterEqual, JitterSymmetric} {
+		s := Schedule{Curve: Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 10 * time.Second, Jitter: 0.3, JitterMode: mode}}
+		for k := 1; k <= 12; k++ {
+			d, _ := s.Next()
+			if lo, hi := s.Curve.Bounds(k); d < lo || d > hi {
+				t.Fatalf("%v: wait %d = %v, want in [%v, %v]", mode, k, d, lo, hi)
+			}
+		}
+	}
+	s = Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, JitterMode: JitterDecorrelated}}
+	prev, seen := 10*time.Millisecond, map[time.Duration]bool{}
+	for i := range 200 {
+		d, _ := s.Next()
+		if hi := min(3*prev, time.Second); d < 10*time.Millisecond || d > hi {
+			t.Fatalf("decorrelated, no Rand: wait %d = %v, want in [10ms, %v]", i+1, d, hi)
+		}
+		prev, seen[d] = d, true
+	}
+	if len(seen) < 190 {
+		t.Errorf("decorrelated, no Rand: %d distinct waits of 200, want them drawn", len(seen))
+	}
+}
+
+// TestGoldenDegenerateDraws pins a seeded sequence whose first waits have
+// one possible value: a draw from a one-value interval must not consume
+// randomness, or every later wait moves. A change here changes every
+// user's retry timing.
+func TestGoldenDegenerateDraws(t *testing.T) {
+	s := Schedule{
+		Curve: Value{BaseDelay: 1, MaxDelay: 1 << 20, Jitter: 0.5, JitterMode: JitterAdditive},
+		Rand:  rand.New(rand.NewPCG(2026, 12)),
+	}
+	want := []time.Duration{1, 2, 5, 11, 22, 34, 75, 165, 332, 715}
+	var got []time.Duration
+	for range want {
+		d, _ := s.Next()
+		got = append(got, d)
+	}
+	if !equalDurations(got, want) {
+		t.Errorf("seeded waits = %#v, want %#v", got, want)
+	}
 }

@@ -5,10 +5,12 @@
 package benchmarks
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -303,4 +305,73 @@ func RunStrategies(strategies []Strategy, ns []int, trials int, seed uint64) [][
 		}
 	}
 	return out
+}
+
+// HerdTrials is how many trials the published contention tables average.
+const HerdTrials = 400
+
+// SuccessTime is how long one success holds the contended row: the two
+// message delays from a client's read reaching the server to its write
+// reaching it. A cap of N × SuccessTime lets N clients spread over about
+// the time the row needs to serve them all.
+const SuccessTime = 2 * netMean
+
+// SweepCaps are the caps CapTable runs.
+var SweepCaps = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 60 * time.Second}
+
+// capped runs full and equal jitter (and the other jittered modes when all
+// is set) with the given cap at n clients.
+func capped(n int, cap time.Duration, all bool, trials int, seed uint64) map[string]Summary {
+	var sts []Strategy
+	for _, st := range StrategiesCapped(cap) {
+		switch st.Name {
+		case "full", "equal":
+			sts = append(sts, st)
+		case "decorrelated", "additive":
+			if all {
+				sts = append(sts, st)
+			}
+		}
+	}
+	return byName(RunStrategies(sts, []int{n}, trials, seed)[0])
+}
+
+// CapTable runs full and equal jitter at n clients for every cap, and
+// formats their work and completion as Markdown.
+func CapTable(n int, caps []time.Duration, trials int, seed uint64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Work and completion against the cap: N=%d, base %v, %d trials per cap, seed %d; × full's, paired.\n\n", n, HerdBase, trials, seed)
+	b.WriteString("| cap | full: work | full: last success (ms) | equal: work | × full's | equal: last success (ms) | × full's |\n|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, cap := range caps {
+		m := capped(n, cap, false, trials, seed)
+		f, e := m["full"], m["equal"]
+		fmt.Fprintf(&b, "| %v | %.0f | %s | %.0f | %.2f | %s | %.2f |\n", cap, f.Work, ms(f.Completion), e.Work, e.WorkVsFull, ms(e.Completion), e.TimeVsFull)
+	}
+	return b.String()
+}
+
+// GrowingCapTable runs the jittered modes at each n, with the model's
+// fixed cap and with a cap of n × per, and formats each mode's work and
+// completion as multiples of full jitter's, paired.
+func GrowingCapTable(ns []int, per time.Duration, trials int, seed uint64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "A cap that grows with N (N × %v) against the fixed %v: base %v, additive jitter %v, %d trials, seed %d; × full's, paired.\n\n", per, HerdCap, HerdBase, AdditiveJitter, trials, seed)
+	b.WriteString("| N | cap | full: work | equal: work × | additive: work × | decorrelated: work × | full: last success (ms) | equal: time × | decorrelated: time × |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, n := range ns {
+		for _, cap := range []time.Duration{HerdCap, time.Duration(n) * per} {
+			m := capped(n, cap, true, trials, seed)
+			f := m["full"]
+			fmt.Fprintf(&b, "| %d | %v | %.0f | %.2f | %.2f | %.2f | %s | %.2f | %.2f |\n", n, cap, f.Work, m["equal"].WorkVsFull, m["additive"].WorkVsFull, m["decorrelated"].WorkVsFull, ms(f.Completion), m["equal"].TimeVsFull, m["decorrelated"].TimeVsFull)
+		}
+	}
+	return b.String()
+}
+
+// byName indexes a row of summaries by strategy.
+func byName(row []Summary) map[string]Summary {
+	m := make(map[string]Summary)
+	for _, s := range row {
+		m[s.Strategy] = s
+	}
+	return m
 }

@@ -9,17 +9,9 @@ import (
 // The command the README names, and the picture it commits.
 const (
 	herdSeed   = 2015
-	herdTrials = 400
+	herdTrials = HerdTrials
 	svgPath    = "../docs/jitter.svg"
 )
-
-func byName(row []Summary) map[string]Summary {
-	m := make(map[string]Summary)
-	for _, s := range row {
-		m[s.Strategy] = s
-	}
-	return m
-}
 
 // TestHerdOrdering runs a reduced simulation and checks the outcome the AWS
 // post published, so that a change which breaks how the modes spread a

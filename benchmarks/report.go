@@ -142,3 +142,80 @@ func SVG(seed uint64, trials int, at100 []Summary) string {
 	b.WriteString("</svg>\n")
 	return b.String()
 }
+
+// RATable formats RunRA's results for one configuration as Markdown: the
+// means, and each as a multiple of obeying exactly (paired), with the 95%
+// confidence interval of the multiple when ci is set.
+func RATable(cfg RAConfig, sums []RASummary, trials int, seed uint64, ci bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v; %d trials, seed %d.\n\n", cfg, trials, seed)
+	b.WriteString("| client's strategy | peak: requests in any 10ms after the first expiry | × | 429s | × | last success | × |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
+	x := func(v, half float64) string {
+		if ci {
+			return fmt.Sprintf("%.2f ± %.2f", v, half)
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	for _, s := range sums {
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %.0f | %s | %s | %s |\n", s.Strategy,
+			s.Peak, x(s.PeakX, s.PeakCI), s.Rejected, x(s.RejectedX, s.RejectedCI),
+			s.Completion.Round(100*time.Millisecond), x(s.TimeX, s.TimeCI))
+	}
+	return b.String()
+}
+
+// RASVG draws docs/retry-after.svg: for each strategy, the requests
+// reaching the server per 100ms over time, in one seeded trial of cfg,
+// against the server's capacity. The output depends only on its arguments.
+func RASVG(cfg RAConfig, sts []RAStrategy, seed uint64, span time.Duration) string {
+	const (
+		width, rowH    = 1080, 64
+		left, right    = 190, 20
+		top            = 56
+		bucket         = 100 * time.Millisecond
+		capacityColour = "#d62728"
+	)
+	height := top + rowH*len(sts) + 40
+	buckets := int(span / bucket)
+	perBucket := cfg.Capacity * bucket.Seconds() // what the server serves per bucket, past its burst
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	p(`<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
+	p(`<text x="20" y="22" font-size="14" font-weight="bold">Requests reaching the server per %v, one trial: %d clients, capacity %.0f/s</text>`+"\n", bucket, cfg.N, cfg.Capacity)
+	p(`<text x="20" y="40" fill="#555">%s. Bars are clipped at %d× capacity; the red line is capacity (%.0f per %v).</text>`+"\n", esc(cfg.String()), 10, perBucket, bucket)
+	plotW := float64(width - left - right)
+	xOf := func(i int) float64 { return left + float64(i)*plotW/float64(buckets) }
+	for i, st := range sts {
+		counts := make([]int, buckets)
+		for _, a := range RAArrivals(cfg, st, seed, 0) {
+			if k := int(a / bucket); k < buckets {
+				counts[k]++
+			}
+		}
+		y0 := float64(top + (i+1)*rowH - 6) // the row's baseline
+		yOf := func(n float64) float64 { return y0 - math.Min(n/(10*perBucket), 1)*float64(rowH-12) }
+		p(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, y0-rowH/2+10, esc(st.Name))
+		p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ccc"/>`+"\n", left, width-right, y0, y0)
+		for k, n := range counts {
+			if n > 0 {
+				p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#1f77b4"/>`+"\n", xOf(k), yOf(float64(n)), plotW/float64(buckets), y0-yOf(float64(n)))
+			}
+		}
+		p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1"/>`+"\n", left, width-right, yOf(perBucket), yOf(perBucket), capacityColour)
+	}
+	axis := float64(top + rowH*len(sts))
+	for s := time.Duration(0); s <= span; s += 10 * time.Second {
+		x := xOf(int(s / bucket))
+		p(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%v</text>`+"\n", x, axis+14, s)
+	}
+	p(`<text x="20" y="%d" fill="#555">Regenerate: cd benchmarks &amp;&amp; go run ./cmd/herd -retry-after (seed %d).</text>`+"\n", height-8, seed)
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// esc escapes text for SVG.
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

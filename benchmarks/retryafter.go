@@ -105,6 +105,18 @@ const (
 // SimulateRA runs one trial of one strategy. Client c's network delays and
 // draws come from its own streams, as in Simulate, so strategies are paired.
 func SimulateRA(cfg RAConfig, st RAStrategy, seed uint64, trial int) RAOutcome {
+	out, _ := simulateRA(cfg, st, seed, trial)
+	return out
+}
+
+// RAArrivals is SimulateRA's trial, returning when each request reached
+// the server.
+func RAArrivals(cfg RAConfig, st RAStrategy, seed uint64, trial int) []time.Duration {
+	_, arrivals := simulateRA(cfg, st, seed, trial)
+	return arrivals
+}
+
+func simulateRA(cfg RAConfig, st RAStrategy, seed uint64, trial int) (RAOutcome, []time.Duration) {
 	type client struct {
 		net      *rand.Rand
 		wait     func(int, time.Duration) time.Duration
@@ -178,7 +190,7 @@ func SimulateRA(cfg RAConfig, st RAStrategy, seed uint64, trial int) RAOutcome {
 		}
 	}
 	out.Peak = peak(after, herdWindow)
-	return out
+	return out, arrivals
 }
 
 // RASummary is a strategy's outcomes over the trials of one configuration:
@@ -267,4 +279,51 @@ func (c RAConfig) String() string {
 		form = fmt.Sprintf("one HTTP-date for everyone until maintenance ends at %v, then the date of now+%v", c.Maintenance, c.Delay)
 	}
 	return fmt.Sprintf("N=%d, capacity %.0f/s (burst %.0f), %s", c.N, c.Capacity, c.Burst, form)
+}
+
+// The server of the published Retry-After runs.
+const (
+	RACapacity = 100 // requests a second
+	RABurst    = 10
+)
+
+// RAConfigs are the published configurations for each client count: the
+// HTTP-date form, and delay-seconds of 1s, 5s and 30s (at 10,000 clients,
+// the date form and 5s only).
+func RAConfigs(ns []int) []RAConfig {
+	var out []RAConfig
+	for _, n := range ns {
+		base := RAConfig{N: n, Capacity: RACapacity, Burst: RABurst}
+		date := base
+		date.Date, date.Delay, date.Maintenance = true, time.Second, 5*time.Second
+		out = append(out, date)
+		delays := []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+		if n >= 10000 {
+			delays = delays[1:2]
+		}
+		for _, d := range delays {
+			c := base
+			c.Delay = d
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// The picture: 1,000 clients told one date, over the first minute.
+var (
+	RAPicture     = RAConfig{N: 1000, Capacity: RACapacity, Burst: RABurst, Date: true, Delay: time.Second, Maintenance: 5 * time.Second}
+	RAPictureSpan = time.Minute
+)
+
+// RAPictured are the strategies the picture shows.
+func RAPictured() []RAStrategy {
+	var out []RAStrategy
+	for _, st := range RAStrategies {
+		switch st.Name {
+		case "obey exactly", "+10% of d", "+100% of d", "ignore it: full jitter", "max(d, full jitter)":
+			out = append(out, st)
+		}
+	}
+	return out
 }
