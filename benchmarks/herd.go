@@ -358,7 +358,11 @@ func GrowingCapTable(ns []int, per time.Duration, trials int, seed uint64) strin
 	fmt.Fprintf(&b, "A cap that grows with N (N × %v) against the fixed %v: base %v, additive jitter %v, %d trials, seed %d; × full's, paired.\n\n", per, HerdCap, HerdBase, AdditiveJitter, trials, seed)
 	b.WriteString("| N | cap | full: work | equal: work × | additive: work × | decorrelated: work × | full: last success (ms) | equal: time × | decorrelated: time × |\n|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, n := range ns {
-		for _, cap := range []time.Duration{HerdCap, time.Duration(n) * per} {
+		caps := []time.Duration{HerdCap}
+		if grown := time.Duration(n) * per; grown != HerdCap {
+			caps = append(caps, grown)
+		}
+		for _, cap := range caps {
 			m := capped(n, cap, true, trials, seed)
 			f := m["full"]
 			fmt.Fprintf(&b, "| %d | %v | %.0f | %.2f | %.2f | %.2f | %s | %.2f | %.2f |\n", n, cap, f.Work, m["equal"].WorkVsFull, m["additive"].WorkVsFull, m["decorrelated"].WorkVsFull, ms(f.Completion), m["equal"].TimeVsFull, m["decorrelated"].TimeVsFull)
