@@ -554,6 +554,9 @@ func (p *policyParser) waiting(d *time.Duration) error {
 	t := p.next()
 	p.i++ // "of"
 	if w, ok := p.peek(); !ok || !isWord(w.s, "waiting") {
+		if ok && w.s != "," {
+			p.i++ // quote the word that stands where "waiting" should
+		}
 		return p.errorf("%q: want a limit such as \"1m0s of waiting\"", p.text[t.pos:p.end()])
 	}
 	p.i++

@@ -72,6 +72,18 @@ func TestTerminates(t *testing.T) {
 		}
 		ParseRetryAfter(" 0123456789012345678901234567890 ", time.Now())
 		ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", time.Now())
+		// Every limit ends a loop that asks until told no.
+		for _, s := range []Schedule{
+			{MaxRetries: 3},
+			{Curve: Value{BaseDelay: time.Second}, MaxElapsed: time.Minute},
+			{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxRetries: 2, MaxElapsed: time.Hour},
+		} {
+			for {
+				if _, ok := s.Next(); !ok {
+					break
+				}
+			}
+		}
 		var s Schedule
 		for _, text := range []string{"100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", "1s, 2 retries, equal jitter, 3m of waiting", "no wait", "100ms,, x"} {
 			_ = s.UnmarshalText([]byte(text))
@@ -522,12 +534,26 @@ func TestValueBounds(t *testing.T) {
 		{JitterSymmetric, 1, 50 * ms, 150 * ms},
 		{JitterSymmetric, 3, 200 * ms, 600 * ms},
 		{JitterSymmetric, 99, 10 * time.Second, 30 * time.Second},
+		{JitterDecorrelated, 0, 100 * ms, 300 * ms},
+		{JitterDecorrelated, math.MinInt, 100 * ms, 300 * ms},
 		{200, 3, 0, 400 * ms},
 	}
 	for _, tt := range tests {
 		v.JitterMode = tt.mode
 		if lo, hi := v.Bounds(tt.attempt); lo != tt.lo || hi != tt.hi {
 			t.Errorf("%v.Bounds(%d) = [%v, %v], want [%v, %v]", v, tt.attempt, lo, hi, tt.lo, tt.hi)
+		}
+	}
+	// With no ceiling and no jitter the curve is held at math.MaxInt64
+	// itself, whose float64 rounds up to 2^63: never converted.
+	for _, mode := range []JitterMode{JitterAdditive, JitterSymmetric} {
+		v := Value{BaseDelay: time.Second, JitterMode: mode}
+		if lo, hi := v.Bounds(3); lo != 4*time.Second || hi != 4*time.Second {
+			t.Errorf("%v.Bounds(3) = [%v, %v], want [4s, 4s]", v, lo, hi)
+		}
+		v.BaseDelay = math.MaxInt64 / 2
+		if lo, hi := v.Bounds(3); lo != math.MaxInt64 || hi != math.MaxInt64 {
+			t.Errorf("%v.Bounds(3) = [%d, %d], want [MaxInt64, MaxInt64]", v, lo, hi)
 		}
 	}
 }
@@ -1075,6 +1101,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"9223372036", 9223372036 * time.Second, true},
 		{"9223372037", math.MaxInt64, true},
 		{"99999999999999", math.MaxInt64, true},
+		{"92233720360", math.MaxInt64, true}, // the digit after the largest fit
+		{"09223372036", 9223372036 * time.Second, true},
 		{"99999999999999999999999999999999", math.MaxInt64, true},
 		{"Sun, 06 Nov 1994 08:49:37 GMT", 37 * time.Second, true},
 		{"Sunday, 06-Nov-94 08:49:37 GMT", 37 * time.Second, true},
@@ -1607,6 +1635,10 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"100ms, full jitter extra", `cannot read "extra"`},
 		{"no wait×2", `cannot read "×2"`},
 		{"no wait up to 1s", `cannot read "up to 1s"`},
+		{"x2", `"x2" is not a duration`},
+		{"5x2", `"5" is not a duration`},
+		{"100ms, 1m of banana", `"1m of banana": want a limit such as "1m0s of waiting"`},
+		{"100ms, 1m of waiting of waiting", `cannot read "of waiting"`},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	template := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterEqual}, MaxRetries: 9, MaxElapsed: time.Hour, Deadline: time.Unix(5, 0), Rand: r}
@@ -1630,6 +1662,15 @@ func TestPolicyTextRejected(t *testing.T) {
 		if err == nil || !(strings.Contains(err.Error(), tt.contains) || strings.Contains(err.Error(), "a Schedule's limit, not part of a Value")) || v != template.Curve {
 			t.Errorf("Value.UnmarshalText(%q) = %v, %v, want an error containing %q and the Value unchanged", tt.in, v, err, tt.contains)
 		}
+	}
+	// An unknown word: a Schedule's error names its limits too, a Value's not.
+	var sch Schedule
+	if err := sch.UnmarshalText([]byte("100ms, fulll jitter")); err == nil || !strings.Contains(err.Error(), `"N retries" or "D of waiting"`) {
+		t.Errorf("Schedule.UnmarshalText(unknown word) = %v, want the limits named", err)
+	}
+	var val Value
+	if err := val.UnmarshalText([]byte("100ms, fulll jitter")); err == nil || strings.Contains(err.Error(), "retries") {
+		t.Errorf("Value.UnmarshalText(unknown word) = %v, want no Schedule limits named", err)
 	}
 	// The limits are a Schedule's, not a Value's.
 	for _, in := range []string{"100ms, 5 retries", "100ms, 1m of waiting"} {
@@ -1979,5 +2020,59 @@ func TestGoldenDegenerateDraws(t *testing.T) {
 	}
 	if !equalDurations(got, want) {
 		t.Errorf("seeded waits = %#v, want %#v", got, want)
+	}
+}
+
+// TestScheduleLimitsEdges: the limits at their edges, and the false that
+// sticks until Reset even when a limit is raised.
+func TestScheduleLimitsEdges(t *testing.T) {
+	s := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxRetries: 1}
+	s.Next()
+	if _, ok := s.Next(); ok {
+		t.Fatal("Next() past MaxRetries 1 = true")
+	}
+	s.MaxRetries = 5
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Fatalf("Next() after false, MaxRetries raised = %v, %v, want 0, false until Reset", d, ok)
+	}
+	s.Reset()
+	if d, ok := s.Next(); d != time.Second || !ok {
+		t.Fatalf("Next() after Reset = %v, %v, want 1s, true", d, ok)
+	}
+
+	// A MaxElapsed of 1ns is a limit: a 1s wait is refused.
+	s = Schedule{Curve: Value{BaseDelay: time.Second}, MaxElapsed: 1}
+	if d, ok := s.Next(); d != 0 || ok {
+		t.Errorf("MaxElapsed 1ns: Next() = %v, %v, want 0, false", d, ok)
+	}
+	// Waits of zero never pass a MaxElapsed.
+	s = Schedule{MaxElapsed: time.Second}
+	for i := range 5 {
+		if d, ok := s.Next(); d != 0 || !ok {
+			t.Fatalf("zero waits, MaxElapsed 1s: Next() #%d = %v, %v, want 0, true", i+1, d, ok)
+		}
+	}
+	// A wait that lands exactly on MaxElapsed is handed out.
+	s = Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxElapsed: 3 * time.Second}
+	for i, want := range []time.Duration{time.Second, 2 * time.Second} {
+		if d, ok := s.Next(); d != want || !ok {
+			t.Fatalf("Next() #%d = %v, %v, want %v, true (total 3s = MaxElapsed)", i+1, d, ok, want)
+		}
+	}
+}
+
+// TestScheduleCountersSaturate sets the counters next to their bounds (no
+// test can make 2^63 calls): they saturate instead of wrapping, and the
+// curve stays at its ceiling.
+func TestScheduleCountersSaturate(t *testing.T) {
+	s := Schedule{Curve: Value{BaseDelay: time.Second, MaxDelay: time.Minute, JitterMode: JitterNone}}
+	s.attempt, s.step = math.MaxInt-1, math.MaxInt-3
+	for i := range 4 {
+		if d, ok := s.Next(); d != time.Minute || !ok {
+			t.Fatalf("Next() #%d near the bounds = %v, %v, want 1m0s, true", i+1, d, ok)
+		}
+	}
+	if s.Attempt() != math.MaxInt || s.step != math.MaxInt-1 {
+		t.Errorf("Attempt() = %d, step = %d, want MaxInt, MaxInt-1 (saturated)", s.Attempt(), s.step)
 	}
 }

@@ -107,7 +107,9 @@ func (s *Schedule) Next() (time.Duration, bool) {
 		s.step = min(s.step+1, math.MaxInt-1)
 		s.previous = d
 	}
-	s.attempt = min(s.attempt+1, math.MaxInt)
+	if s.attempt < math.MaxInt { // saturate: attempt+1 would wrap to math.MinInt
+		s.attempt++
+	}
 	s.elapsed = total
 	return d, true
 }

@@ -269,3 +269,93 @@ func BenchmarkAttempt(b *testing.B) {
 		}
 	}
 }
+
+// The direct-call harness: each library called as its users call it, with
+// no func value in between: Value.Delay on a struct field, NextBackOff and
+// Step on a pointer, the floor inlined whole. Same workload, same interleaved
+// rounds. A stateful peer is reset (or rebuilt) at attempt 1, as above.
+
+func BenchmarkDirectFull(b *testing.B) { benchDirect(b, true) }
+func BenchmarkDirectNone(b *testing.B) { benchDirect(b, false) }
+
+// benchDirect runs every contender of the direct-call harness, with full
+// jitter (each peer's nearest) or without.
+func benchDirect(b *testing.B, jitter bool) {
+	curve, rf := backoff.Value{BaseDelay: base, MaxDelay: cap, JitterMode: backoff.JitterNone}, 0.0
+	if jitter {
+		curve, rf = backoff.Value{BaseDelay: base, MaxDelay: cap}, 0.5
+	}
+	caller := struct{ curve backoff.Value }{curve} // a Value as users hold one: a struct field
+	b.Run("floor", func(b *testing.B) {
+		a := 0
+		if jitter {
+			for b.Loop() {
+				a = a%seqLen + 1
+				sink = floorFull(a)
+			}
+			return
+		}
+		for b.Loop() {
+			a = a%seqLen + 1
+			sink = floorNone(a)
+		}
+	})
+	b.Run("unherd-Value.Delay", func(b *testing.B) {
+		a := 0
+		for b.Loop() {
+			a = a%seqLen + 1
+			sink = caller.curve.Delay(a)
+		}
+	})
+	b.Run("unherd-Schedule.Next", func(b *testing.B) {
+		s := &backoff.Schedule{Curve: curve}
+		a := 0
+		for b.Loop() {
+			if a = a%seqLen + 1; a == 1 {
+				s.Reset()
+			}
+			sink, _ = s.Next()
+		}
+	})
+	b.Run("cenkalti-v4", func(b *testing.B) {
+		bo := cenkaltiv4.NewExponentialBackOff(cenkaltiv4.WithInitialInterval(base), cenkaltiv4.WithMaxInterval(cap), cenkaltiv4.WithMultiplier(2), cenkaltiv4.WithMaxElapsedTime(0), cenkaltiv4.WithRandomizationFactor(rf))
+		a := 0
+		for b.Loop() {
+			if a = a%seqLen + 1; a == 1 {
+				bo.Reset()
+			}
+			sink = bo.NextBackOff()
+		}
+	})
+	b.Run("cenkalti-v5", func(b *testing.B) {
+		bo := &cenkaltiv5.ExponentialBackOff{InitialInterval: base, RandomizationFactor: rf, Multiplier: 2, MaxInterval: cap}
+		a := 0
+		for b.Loop() {
+			if a = a%seqLen + 1; a == 1 {
+				bo.Reset()
+			}
+			sink = bo.NextBackOff()
+		}
+	})
+	b.Run("cenkalti-v7", func(b *testing.B) {
+		bo := &cenkaltiv7.ExponentialBackOff{InitialInterval: base, RandomizationFactor: rf, Multiplier: 2, MaxInterval: cap}
+		a := 0
+		for b.Loop() {
+			if a = a%seqLen + 1; a == 1 {
+				bo.Reset()
+			}
+			sink = bo.NextBackOff()
+		}
+	})
+	b.Run("k8s-wait", func(b *testing.B) {
+		init := wait.Backoff{Duration: base, Factor: 2, Jitter: rf, Steps: 1 << 30, Cap: cap}
+		bo := init
+		a := 0
+		for b.Loop() {
+			if a = a%seqLen + 1; a == 1 {
+				bo = init
+			}
+			sink = bo.Step()
+		}
+	})
+}
