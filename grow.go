@@ -40,13 +40,13 @@ func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 // doubled is Grow's common case, small enough to inline into Grow's callers:
 // a positive base doubling (the zero multiplier, or 2) under a set ceiling
 // is a shift, or the ceiling once the shift would pass it. It reports false
-// for every other case. An attempt below 1 is read as 1, as in Grow; past 62
-// doublings any positive base is past any ceiling.
+// for every other case. An attempt below 1 is read as 1, as in Grow.
 func doubled(base, ceiling time.Duration, multiplier float64, attempt int) (time.Duration, bool) {
 	if base <= 0 || ceiling <= 0 || !(multiplier == 2 || multiplier == 0) {
 		return 0, false
 	}
-	if n := uint(max(attempt, 1) - 1); n < 63 && base <= ceiling>>n {
+	// A shift by 64 or more gives 0, so past 62 doublings base > ceiling>>n.
+	if n := uint(max(attempt, 1) - 1); base <= ceiling>>n {
 		return base << n, true
 	}
 	return ceiling, true
@@ -75,14 +75,12 @@ func grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 	// n·(e + f − 1) ≥ 63, m^n ≥ 2^63 > limit: the bound is reached, decided
 	// in integers, whatever n is. This also catches m = +Inf.
 	mb := math.Float64bits(m) - math.Float64bits(1)
-	if mb == 0 {
-		return base // multiplier exactly 1: a constant wait
-	}
 	if hi, lo := bits.Mul64(n, mb); hi != 0 || lo >= 63<<52 {
 		return limit
 	}
 	if mb&(1<<52-1) == 0 {
-		// A power of two, 2^k: a shift by n·k < 63, exact.
+		// A power of two, 2^k: a shift by n·k < 63, exact (k = 0 for a
+		// multiplier of exactly 1: a constant wait).
 		shift := n * (mb >> 52)
 		if base > limit>>shift {
 			return limit

@@ -27,15 +27,13 @@ func uniform(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.Uint64N(uint64(hi-lo)+1))
 }
 
-// between is uniform from the package-level source. The reduction is
-// Lemire's multiply-and-reject, as math/rand/v2's Uint64N does it, written
-// out so that it calls rand.Uint64 directly instead of through the global
-// Rand's Source interface: about 1ns of a 10ns Delay.
+// between is uniform over [lo, hi], lo ≤ hi, from the package-level source:
+// every draw of the package is made here. The reduction is Lemire's
+// multiply-and-reject, as math/rand/v2's Uint64N does it, written out so
+// that it calls rand.Uint64 directly instead of through the global Rand's
+// Source interface: about 1ns of a 10ns Delay.
 func between(lo, hi time.Duration) time.Duration {
-	if hi <= lo {
-		return lo
-	}
-	n := uint64(hi-lo) + 1
+	n := uint64(hi-lo) + 1 // lo ≤ hi, so 1 ≤ n ≤ 2^63
 	x, frac := bits.Mul64(rand.Uint64(), n)
 	if frac < n {
 		x = reject(n, x, frac)
@@ -57,19 +55,14 @@ func reject(n, x, frac uint64) uint64 {
 // A delay of zero or less gives 0; delay = math.MaxInt64 is drawn from in
 // full. It is safe for concurrent use.
 func Full(delay time.Duration) time.Duration {
-	if delay <= 0 {
-		return 0
-	}
-	return between(0, delay)
+	return between(0, max(delay, 0))
 }
 
 // Equal returns a wait drawn uniformly from [delay/2, delay], both ends
 // included, halving with integer division. A delay of zero or less gives 0.
 // It is safe for concurrent use.
 func Equal(delay time.Duration) time.Duration {
-	if delay <= 0 {
-		return 0
-	}
+	delay = max(delay, 0)
 	return between(delay/2, delay)
 }
 
@@ -88,44 +81,31 @@ func Widen(delay time.Duration, jitter float64) time.Duration {
 }
 
 // widenRange returns the interval Widen draws from for a normalised jitter,
-// with the extra held to what is left below limit (delay ≤ limit).
+// with the extra held to what is left below limit (delay ≤ limit); a delay
+// below zero is read as 0.
 func widenRange(delay time.Duration, jitter float64, limit time.Duration) (lo, hi time.Duration) {
-	if delay <= 0 {
-		return 0, 0
-	}
-	room := limit - delay
+	delay = max(delay, 0)
 	span := float64(delay) * jitter // the extra lies in [0, span)
-	// float64(room) may round up past room; !(… < …) keeps NaN out too.
-	if !(span < float64(room)) {
+	// float64(limit-delay) may round up past it; !(… < …) keeps NaN out too.
+	if !(span < float64(limit-delay)) {
 		return delay, limit
 	}
-	// The whole nanoseconds in [0, span) are 0 … ceil(span)−1, and
-	// ceil(span) ≤ room here, so delay+ceil(span)−1 < limit.
-	k := time.Duration(math.Ceil(span))
-	if k <= 1 {
-		return delay, delay
-	}
-	return delay, delay + k - 1
+	// The whole nanoseconds in [0, span) are 0 … ⌈span⌉−1 (none but 0 when
+	// span is 0), and ⌈span⌉ ≤ limit−delay here.
+	return delay, delay + max(time.Duration(math.Ceil(span)), 1) - 1
 }
 
 // symmetricRange returns the whole nanoseconds in [g×(1−j), g×(1+j)], for
-// g ≥ 0, j in [0, 1] and g×(1+j) ≤ limit up to rounding: [g−k, g+k] with
-// k = ⌊g×j⌋, which is exact because g is whole. The upper end is held at
-// limit.
+// 0 ≤ g ≤ limit, j in [0, 1] and g×(1+j) ≤ limit up to rounding: [g−k, g+k]
+// with k = ⌊g×j⌋, which is exact because g is whole. The upper end is held
+// at limit.
 func symmetricRange(g time.Duration, j float64, limit time.Duration) (lo, hi time.Duration) {
-	if g <= 0 {
-		return 0, 0
-	}
 	k := g
 	// float64(g) may round up past g; !(… < …) keeps k within g.
 	if span := float64(g) * j; span < float64(g) {
 		k = min(time.Duration(span), g)
 	}
-	hi = limit
-	if k <= limit-g {
-		hi = g + k
-	}
-	return g - k, hi
+	return g - k, g + min(k, limit-g)
 }
 
 // Decorrelate returns one step of the AWS "decorrelated jitter" loop: a wait
@@ -150,15 +130,13 @@ func decorrelateRange(base, ceiling, previous time.Duration) (lo, hi time.Durati
 	if limit <= 0 {
 		limit = maxDuration
 	}
-	if limit <= base {
-		return limit, limit
-	}
 	previous = max(previous, base)
 	hi = maxDuration
 	if previous <= maxDuration/3 {
 		hi = 3 * previous
 	}
-	return base, min(hi, limit)
+	// A ceiling below base holds both ends at it.
+	return min(base, limit), min(hi, limit)
 }
 
 // AddJitter returns interval plus an extra drawn uniformly from [0, jitter):
@@ -178,12 +156,8 @@ func AddJitter(interval, jitter time.Duration) time.Duration {
 }
 
 func addJitterRange(interval, jitter time.Duration) (lo, hi time.Duration) {
-	interval = max(interval, 0)
-	if jitter <= 0 {
-		return interval, interval
-	}
-	if jitter-1 > maxDuration-interval {
-		return interval, maxDuration
-	}
-	return interval, interval + jitter - 1
+	lo = max(interval, 0)
+	// [0, jitter) in whole nanoseconds is 0 … jitter−1, and nothing but 0
+	// for jitter ≤ 0; the sum is held at math.MaxInt64.
+	return lo, lo + min(max(jitter, 1)-1, maxDuration-lo)
 }

@@ -2,7 +2,6 @@ package backoff
 
 import (
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -74,30 +73,28 @@ func (s *Schedule) Next() (time.Duration, bool) {
 		s.stopped = true
 		return 0, false
 	}
+	c := &s.Curve
 	var d time.Duration
 	switch {
 	case s.overridden:
 		d = s.override
-	case s.Rand == nil && s.Curve.JitterMode != JitterDecorrelated:
-		v := &s.Curve
-		if g, ok := doubled(v.BaseDelay, v.MaxDelay, v.Multiplier, s.step+1); ok && v.JitterMode == JitterFull {
-			n := uint64(g) + 1 // Delay's hot path, by hand: between(0, g)
-			x, frac := bits.Mul64(rand.Uint64(), n)
-			if frac < n {
-				x = reject(n, x, frac)
-			}
-			d = time.Duration(x)
+	case s.Rand != nil || c.JitterMode == JitterDecorrelated:
+		d = s.draw()
+	case c.JitterMode == JitterNone:
+		// Grow, with its doubling shortcut inlined: no call on the path.
+		if g, ok := doubled(c.BaseDelay, c.MaxDelay, c.Multiplier, s.step+1); ok {
+			d = g
 		} else {
-			d = v.Delay(s.step + 1)
+			d = grow(c.BaseDelay, c.MaxDelay, c.Multiplier, s.step+1)
 		}
 	default:
-		d = s.draw()
+		d = delay(c.BaseDelay, c.MaxDelay, c.Multiplier, c.Jitter, c.JitterMode, s.step+1)
 	}
-	total := maxDuration
-	if d <= maxDuration-s.elapsed {
-		total = s.elapsed + d
+	total := s.elapsed + d // both are ≥ 0, so a wrap shows as a negative sum
+	if total < 0 {
+		total = maxDuration
 	}
-	if (s.MaxElapsed > 0 && total > s.MaxElapsed) || (!s.Deadline.IsZero() && d > s.Deadline.Sub(clock())) {
+	if (s.MaxElapsed > 0 && total > s.MaxElapsed) || (!s.Deadline.IsZero() && s.late(d)) {
 		s.stopped = true
 		return 0, false
 	}
@@ -114,8 +111,12 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	return d, true
 }
 
+// late reports whether a wait of d would end after Deadline, reading the
+// clock: only Next calls it, and only with Deadline set.
+func (s *Schedule) late(d time.Duration) bool { return d > s.Deadline.Sub(clock()) }
+
 // draw is the curve's next wait from s.Rand, or the decorrelated step from
-// the previous wait; Next's common case calls Delay instead.
+// the previous wait; Next's common case draws as Value.Delay does.
 func (s *Schedule) draw() time.Duration {
 	v := &s.Curve
 	if v.JitterMode == JitterDecorrelated {
