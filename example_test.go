@@ -66,7 +66,9 @@ func fetch(ctx context.Context, url string, policy backoff.Schedule) (string, er
 			return body, nil
 		}
 		if d, ok := backoff.ParseRetryAfter(retryAfter, time.Now()); ok {
-			s.Override(d) // the server's word replaces the curve's, and the limits still apply
+			// The server's word replaces the curve's (the limits still
+			// apply), widened so that a herd told one date spreads out.
+			s.Override(backoff.AddJitter(d, max(d/2, time.Second)))
 		}
 		wait, ok := s.Next()
 		if !ok {
@@ -240,31 +242,34 @@ func ExampleAddJitter() {
 }
 
 // An HTTP 429 with a Retry-After header: the server's wait replaces the
-// computed one, widened a little so that every client told the same value
-// does not return at the same instant. MaxElapsed still applies, so a
+// computed one, widened by half of itself (at least a second) so that every
+// client told the same value does not return in the same instant; obeyed
+// exactly, a herd of 1,000 comes back within 10ms and takes ten times as
+// long to get through (benchmarks/README.md). MaxElapsed still applies, so a
 // Retry-After of a day ends the sequence instead of holding the goroutine.
 func ExampleParseRetryAfter() {
 	s := backoff.Schedule{
 		Curve:      backoff.Value{BaseDelay: 100 * time.Millisecond, MaxDelay: 30 * time.Second},
-		MaxElapsed: 10 * time.Minute,
+		MaxElapsed: 20 * time.Minute,
 	}
 	now := time.Date(2026, time.November, 29, 12, 0, 0, 0, time.UTC)
 	for _, header := range []string{"120", "Sun, 29 Nov 2026 12:05:00 GMT", "86400"} {
 		resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {header}}}
-		if d, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-			s.Override(backoff.AddJitter(d, time.Second))
+		d, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+		if ok {
+			s.Override(backoff.AddJitter(d, max(d/2, time.Second)))
 		}
 		wait, ok := s.Next()
 		if !ok {
-			fmt.Printf("Retry-After %q: giving up after %v\n", header, s.Elapsed().Truncate(time.Minute))
+			fmt.Printf("Retry-After %q: giving up rather than wait past %v\n", header, s.MaxElapsed)
 			break
 		}
-		fmt.Printf("Retry-After %q: waiting %v and a fraction of a second\n", header, wait.Truncate(time.Second))
+		fmt.Printf("Retry-After %q: waiting between %v and %v: %v\n", header, d, d+max(d/2, time.Second), d <= wait && wait < d+max(d/2, time.Second))
 	}
 	// Output:
-	// Retry-After "120": waiting 2m0s and a fraction of a second
-	// Retry-After "Sun, 29 Nov 2026 12:05:00 GMT": waiting 5m0s and a fraction of a second
-	// Retry-After "86400": giving up after 7m0s
+	// Retry-After "120": waiting between 2m0s and 3m0s: true
+	// Retry-After "Sun, 29 Nov 2026 12:05:00 GMT": waiting between 5m0s and 7m30s: true
+	// Retry-After "86400": giving up rather than wait past 20m0s
 }
 
 // Choosing the jitter mode from a command-line flag: JitterMode implements

@@ -231,8 +231,10 @@ const (
 // now; a date at or before now gives 0, true. Surrounding whitespace is
 // ignored. Anything else (empty, a sign, a fraction, junk) gives 0, false.
 //
-// Pass the result to [Schedule.Override], perhaps widened by [AddJitter] so
-// that every client told the same date does not return at the same instant.
+// Pass the result to [Schedule.Override], widened by [AddJitter]:
+// AddJitter(d, max(d/2, time.Second)). Every client told the same date, or
+// turned away in the same instant, otherwise returns in the same instant;
+// benchmarks/README.md measures what that does to a server.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	value = strings.TrimSpace(value)
 	if value == "" {

@@ -163,7 +163,7 @@ func TestSimulateRADeterministic(t *testing.T) {
 // TestRetryAfterSVGUpToDate fails when the committed picture is not what
 // `go run ./cmd/herd -retry-after` writes now.
 func TestRetryAfterSVGUpToDate(t *testing.T) {
-	want := RASVG(RAPicture, RAPictured(), herdSeed, RAPictureSpan)
+	want := RASVG(RAPicture, RAPictureCaption, RAPictured(), herdSeed, RAPictureSpan)
 	got, err := os.ReadFile("../docs/retry-after.svg")
 	if err != nil {
 		t.Fatalf("%v: regenerate it with `go run ./cmd/herd -retry-after`", err)

@@ -153,7 +153,7 @@ func RATable(cfg RAConfig, sums []RASummary, trials int, seed uint64, ci bool) s
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
 	x := func(v, half float64) string {
 		if ci {
-			return fmt.Sprintf("%.2f ± %.2f", v, half)
+			return fmt.Sprintf("%.3f ± %.3f", v, half)
 		}
 		return fmt.Sprintf("%.2f", v)
 	}
@@ -168,7 +168,7 @@ func RATable(cfg RAConfig, sums []RASummary, trials int, seed uint64, ci bool) s
 // RASVG draws docs/retry-after.svg: for each strategy, the requests
 // reaching the server per 100ms over time, in one seeded trial of cfg,
 // against the server's capacity. The output depends only on its arguments.
-func RASVG(cfg RAConfig, sts []RAStrategy, seed uint64, span time.Duration) string {
+func RASVG(cfg RAConfig, caption string, sts []RAStrategy, seed uint64, span time.Duration) string {
 	const (
 		width, rowH    = 1080, 64
 		left, right    = 190, 20
@@ -184,7 +184,7 @@ func RASVG(cfg RAConfig, sts []RAStrategy, seed uint64, span time.Duration) stri
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	p(`<rect width="%d" height="%d" fill="white"/>`+"\n", width, height)
 	p(`<text x="20" y="22" font-size="14" font-weight="bold">Requests reaching the server per %v, one trial: %d clients, capacity %.0f/s</text>`+"\n", bucket, cfg.N, cfg.Capacity)
-	p(`<text x="20" y="40" fill="#555">%s. Bars are clipped at %d× capacity; the red line is capacity (%.0f per %v).</text>`+"\n", esc(cfg.String()), 10, perBucket, bucket)
+	p(`<text x="20" y="40" fill="#555">%s. Bars are clipped at 10× capacity; the red line is capacity (%.0f per %v).</text>`+"\n", esc(caption), perBucket, bucket)
 	plotW := float64(width - left - right)
 	xOf := func(i int) float64 { return left + float64(i)*plotW/float64(buckets) }
 	for i, st := range sts {

@@ -312,8 +312,9 @@ func RAConfigs(ns []int) []RAConfig {
 
 // The picture: 1,000 clients told one date, over the first minute.
 var (
-	RAPicture     = RAConfig{N: 1000, Capacity: RACapacity, Burst: RABurst, Date: true, Delay: time.Second, Maintenance: 5 * time.Second}
-	RAPictureSpan = time.Minute
+	RAPicture        = RAConfig{N: 1000, Capacity: RACapacity, Burst: RABurst, Date: true, Delay: time.Second, Maintenance: 5 * time.Second}
+	RAPictureCaption = "Down for maintenance until 5s, the server names that date to all; then, over capacity, a date 1s ahead"
+	RAPictureSpan    = time.Minute
 )
 
 // RAPictured are the strategies the picture shows.
@@ -321,7 +322,7 @@ func RAPictured() []RAStrategy {
 	var out []RAStrategy
 	for _, st := range RAStrategies {
 		switch st.Name {
-		case "obey exactly", "+10% of d", "+100% of d", "ignore it: full jitter", "max(d, full jitter)":
+		case "obey exactly", "+10% of d", "+max(50% of d, 1s)", "ignore it: full jitter", "max(d, full jitter)":
 			out = append(out, st)
 		}
 	}
