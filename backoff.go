@@ -202,10 +202,9 @@ func delay(base, ceiling time.Duration, multiplier, jitter float64, mode JitterM
 func (v Value) Bounds(attempt int) (lo, hi time.Duration) {
 	switch v.JitterMode {
 	case JitterDecorrelated:
-		prev := v.BaseDelay
-		if attempt > 1 {
-			prev = Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, attempt-1)
-		}
+		// The curve's previous step stands in for the previous wait; before
+		// attempt 2 that is Grow's attempt 0, read as 1: BaseDelay.
+		prev := Grow(v.BaseDelay, v.MaxDelay, v.Multiplier, max(attempt, 1)-1)
 		return decorrelateRange(v.BaseDelay, v.MaxDelay, prev)
 	case JitterAdditive, JitterSymmetric:
 		return v.heldRange(attempt)

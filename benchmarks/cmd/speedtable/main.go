@@ -1,7 +1,9 @@
 // Command speedtable reads `go test -bench` output for this module's speed
-// benchmarks on standard input and prints the README's speed tables: the
-// median ns/op of each library's call, as a multiple of the floor's median
-// in the same run. (benchstat reports the same medians, with their spread.)
+// benchmarks on standard input and prints the speed tables: the median
+// ns/op of each library's call, and its multiple of the floor: the median,
+// over the rounds, of its ns/op over the floor's in the same round. The
+// input is rounds of the whole suite, each benchmark once a round.
+// (benchstat reports the same medians, with their spread.)
 //
 //	go run ./cmd/speedtable < testdata/bench.txt
 package main
@@ -62,30 +64,42 @@ func main() {
 		}
 		return -1
 	}
+	// cell is the median ns/op of key in group and its multiple of the
+	// floor: the median over rounds of key's ns/op over the floor's in the
+	// same round, which a noisy machine disturbs less than a ratio of
+	// medians does.
 	cell := func(group, key string) string {
-		v, floor := ns(group+"/"+key), ns(group+"/floor")
-		switch {
-		case v < 0:
+		v := ns(group + "/" + key)
+		if v < 0 {
 			return "–"
-		case v >= 1000:
-			return fmt.Sprintf("%.2f µs (×%.0f)", v/1000, v/floor)
 		}
-		return fmt.Sprintf("%.1f (×%.2f)", v, v/floor)
+		xs, fs := samples[group+"/"+key].ns, samples[group+"/floor"].ns
+		var ratios []float64
+		for i := range min(len(xs), len(fs)) {
+			ratios = append(ratios, xs[i]/fs[i])
+		}
+		if v >= 1000 {
+			return fmt.Sprintf("%.2f µs (×%.0f)", v/1000, median(ratios))
+		}
+		return fmt.Sprintf("%.1f (×%.2f)", v, median(ratios))
 	}
 	rows := []struct{ key, label string }{
 		{"floor", "floor: one shift, one draw"},
 		{"unherd-Value.Delay", "**unherd/backoff `Value.Delay`**"},
 		{"unherd-Schedule.Next", "**unherd/backoff `Schedule.Next`**"},
+		{"cenkalti-v7", "cenkalti/backoff/v7 `NextBackOff`"},
 		{"cenkalti-v5", "cenkalti/backoff/v5 `NextBackOff`"},
 		{"cenkalti-v4", "cenkalti/backoff/v4 `NextBackOff`"},
 		{"k8s-wait", "k8s.io/apimachinery `wait.Backoff.Step`"},
 		{"jpillora", "jpillora/backoff `ForAttempt`"},
 		{"sethvargo", "sethvargo/go-retry `Next`"},
-		{"avast-v4", "avast/retry-go/v4 `FullJitterBackoffDelay`, `BackOffDelay`"},
+		{"avast-v5", "avast/retry-go/v5 `FullJitterBackoffDelay`, `BackOffDelay`"},
 		{"aws-v2", "aws-sdk-go-v2 `ExponentialJitterBackoff`"},
 		{"retryablehttp-LinearJitter", "go-retryablehttp `LinearJitterBackoff`"},
 		{"retryablehttp-Default", "go-retryablehttp `DefaultBackoff`"},
 	}
+	fmt.Println("Through one func value (the closure harness):")
+	fmt.Println()
 	fmt.Println("| library | full jitter, ns/op | in parallel | jitter off, ns/op | in parallel | allocs/op (B/op) |")
 	fmt.Println("|---|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
@@ -98,6 +112,17 @@ func main() {
 			allocs = fmt.Sprintf("%.0f (%.0f)", median(s.allocs), median(s.bytes))
 		}
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.label, cell("Full", r.key), cell("FullParallel", r.key), cell("None", r.key), cell("NoneParallel", r.key), allocs)
+	}
+	fmt.Println()
+	fmt.Println("Called directly, as users call each library (the floor inlined whole):")
+	fmt.Println()
+	fmt.Println("| library | full jitter, ns/op | jitter off, ns/op |")
+	fmt.Println("|---|--:|--:|")
+	for _, r := range rows {
+		if samples["DirectFull/"+r.key] == nil && samples["DirectNone/"+r.key] == nil {
+			continue
+		}
+		fmt.Printf("| %s | %s | %s |\n", r.label, cell("DirectFull", r.key), cell("DirectNone", r.key))
 	}
 	fmt.Println()
 	fmt.Println("| `Value.Delay`, multiplier | attempt 7, ns/op | attempt 1<<40, ns/op | ratio |")
