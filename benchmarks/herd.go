@@ -35,7 +35,8 @@ type Strategy struct {
 	New  func(r *rand.Rand) func(failures int) time.Duration
 }
 
-// AdditiveJitter is the Jitter fraction the simulation gives JitterAdditive.
+// AdditiveJitter is the Jitter fraction the simulation gives JitterAdditive
+// and JitterSymmetric.
 const AdditiveJitter = 0.5
 
 // scheduleStrategy runs one of our modes through Schedule.Next, the real
@@ -66,6 +67,7 @@ func StrategiesCapped(cap time.Duration) []Strategy {
 		scheduleStrategy(backoff.JitterEqual, cap),
 		scheduleStrategy(backoff.JitterDecorrelated, cap),
 		scheduleStrategy(backoff.JitterAdditive, cap),
+		scheduleStrategy(backoff.JitterSymmetric, cap),
 	}
 }
 

@@ -44,6 +44,11 @@ func TestHerdOrdering(t *testing.T) {
 				t.Errorf("N=%d: %s (%v) finishes before full (%v) or decorrelated (%v)", n, s.Strategy, s.Completion, full.Completion, dec.Completion)
 			}
 		}
+		// Symmetric jitter waits the curve on average, full jitter half of
+		// it: less work, a later last success.
+		if sym := m["symmetric"]; sym.Work >= full.Work || sym.Completion <= full.Completion {
+			t.Errorf("N=%d: symmetric jitter (work %.0f, %v) does not trade work for time against full (work %.0f, %v)", n, sym.Work, sym.Completion, full.Work, full.Completion)
+		}
 		if n == 100 && full.Work > none.Work/2 {
 			t.Errorf("N=100: full jitter's work %.0f is not under half of no jitter's %.0f", full.Work, none.Work)
 		}

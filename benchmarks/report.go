@@ -16,7 +16,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(
 // client count, then every measure at the largest count up to 100.
 func Tables(results [][]Summary, trials int, seed uint64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Model: AWS \"Exponential Backoff And Jitter\" (2015); base %v, cap %v, additive jitter %v; %d trials per client count, seed %d.\n\n", HerdBase, HerdCap, AdditiveJitter, trials, seed)
+	fmt.Fprintf(&b, "Model: AWS \"Exponential Backoff And Jitter\" (2015); base %v, cap %v, additive and symmetric jitter %v; %d trials per client count, seed %d.\n\n", HerdBase, HerdCap, AdditiveJitter, trials, seed)
 
 	// table writes one row per strategy and one column per client count.
 	table := func(title string, cell func(Summary) string) {
@@ -64,16 +64,17 @@ func Tables(results [][]Summary, trials int, seed uint64) string {
 // depends only on its arguments.
 func SVG(seed uint64, trials int, at100 []Summary) string {
 	const (
-		width, height = 1080, 420
+		width, height = 1200, 440
 		attempts      = 10
 		samples       = 40
 		panelW        = 112 // one mode's panel on the left
 		top, bottom   = 60, 350
 	)
-	modes := []backoff.JitterMode{backoff.JitterFull, backoff.JitterEqual, backoff.JitterDecorrelated, backoff.JitterAdditive, backoff.JitterNone}
+	modes := []backoff.JitterMode{backoff.JitterFull, backoff.JitterEqual, backoff.JitterDecorrelated, backoff.JitterAdditive, backoff.JitterSymmetric, backoff.JitterNone}
 	colour := map[string]string{
 		"no backoff": "#7f7f7f", "none": "#d62728", "full": "#1f77b4",
 		"equal": "#ff7f0e", "decorrelated": "#2ca02c", "additive": "#9467bd",
+		"symmetric": "#8c564b",
 	}
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -125,7 +126,7 @@ func SVG(seed uint64, trials int, at100 []Summary) string {
 	}
 	barW := float64(width) - x0 - 130
 	for block, title := range []string{"work: writes reaching the server", "completion: ms until the last success"} {
-		by := float64(top + block*150)
+		by := float64(top + block*160)
 		p(`<text x="%.1f" y="%.1f" fill="#333">%s</text>`+"\n", x0, by-8, title)
 		for i, s := range at100 {
 			value, label := s.Work/maxWork, fmt.Sprintf("%.0f", s.Work)
