@@ -18,7 +18,16 @@ func TestRun(t *testing.T) {
 			"1     0s … 100ms",
 			"9       0s … 10s",
 			"32.7s  ← past 30s of waiting",
+			"ends: ", // unseeded: either limit may end it
+		}, ""},
+		{[]string{"-seed", "1"}, 0, []string{
+			"policy: 100ms×2 up to 10s, full jitter, 10 retries, 30s of waiting",
 			"ends: 10 retries handed out",
+			"the draws: 10 waits, 19.391s of waiting",
+		}, ""},
+		{[]string{"-seed", "4"}, 0, []string{
+			"ends: this draw would take the waiting past 30s",
+			"the draws: 9 waits, 23.792s of waiting",
 		}, ""},
 		{[]string{"-seed", "7", "100ms,", "equal", "jitter,", "20s", "of", "waiting"}, 0, []string{
 			"policy: 100ms×2 uncapped, equal jitter, 20s of waiting",
