@@ -207,6 +207,58 @@ func TestGrow(t *testing.T) {
 }
 
 // TestGrowPowerOfTwoExact checks the shift path against math/big.
+// TestDoubledShortcut pins which curves take Grow's inlined shortcut, the
+// path every default Delay and Next runs: exactly a positive base and
+// ceiling doubling (multiplier 2 or +0). Declining it costs speed only, and
+// taking it for any other multiplier (one a bit away from 2, say) doubles
+// a curve that must not.
+func TestDoubledShortcut(t *testing.T) {
+	const (
+		ms  = time.Millisecond
+		max = time.Duration(math.MaxInt64)
+	)
+	tests := []struct {
+		base, ceiling time.Duration
+		m             float64
+		attempt       int
+		want          time.Duration
+		ok            bool
+	}{
+		{100 * ms, 30 * time.Second, 2, 3, 400 * ms, true},
+		{100 * ms, 30 * time.Second, 0, 3, 400 * ms, true},
+		{100 * ms, 30 * time.Second, 2, 10, 30 * time.Second, true},
+		{1, 1, 2, 1, 1, true},
+		{1, max, 2, 63, 1 << 62, true},
+		{1, max, 2, 64, max, true},
+		{1, max, 2, math.MaxInt, max, true},
+		{100 * ms, 30 * time.Second, 2, -5, 100 * ms, true},
+		{100 * ms, 30 * time.Second, math.Nextafter(2, 3), 3, 0, false},
+		{100 * ms, 30 * time.Second, math.Nextafter(2, 1), 3, 0, false},
+		{100 * ms, 30 * time.Second, math.Nextafter(1, 2), 3, 0, false},
+		{100 * ms, 30 * time.Second, 3, 3, 0, false},
+		{100 * ms, 30 * time.Second, 4, 3, 0, false},
+		{100 * ms, 30 * time.Second, math.Copysign(0, -1), 3, 0, false},
+		{100 * ms, 30 * time.Second, math.NaN(), 3, 0, false},
+		{100 * ms, 30 * time.Second, -2, 3, 0, false},
+		{0, 30 * time.Second, 2, 3, 0, false},
+		{100 * ms, 0, 2, 3, 0, false},
+		{-1, 30 * time.Second, 2, 3, 0, false},
+		{100 * ms, -1, 2, 3, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := doubled(tt.base, tt.ceiling, tt.m, tt.attempt)
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("doubled(%v, %v, %v, %d) = %v, %v; want %v, %v", tt.base, tt.ceiling, tt.m, tt.attempt, got, ok, tt.want, tt.ok)
+		}
+		if !ok { // declined: Grow's general path gives the answer
+			continue
+		}
+		if g := grow(tt.base, tt.ceiling, tt.m, tt.attempt); g != got {
+			t.Errorf("doubled(%v, %v, %v, %d) = %v, but grow gives %v", tt.base, tt.ceiling, tt.m, tt.attempt, got, g)
+		}
+	}
+}
+
 func TestGrowPowerOfTwoExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {

@@ -42,11 +42,15 @@ func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 // is a shift, or the ceiling once the shift would pass it. It reports false
 // for every other case. An attempt below 1 is read as 1, as in Grow.
 func doubled(base, ceiling time.Duration, multiplier float64, attempt int) (time.Duration, bool) {
-	if base <= 0 || ceiling <= 0 || !(multiplier == 2 || multiplier == 0) {
+	// 2 and +0 are the float64s with no bit set but bit 62 (2's exponent):
+	// one integer compare instead of two float ones. −0 and NaN fall
+	// through to grow, which gives the same answer.
+	if m := math.Float64bits(multiplier); base <= 0 || ceiling <= 0 || m|1<<62 != 1<<62 {
 		return 0, false
 	}
-	// A shift by 64 or more gives 0, so past 62 doublings base > ceiling>>n.
-	if n := uint(max(attempt, 1) - 1); base <= ceiling>>n {
+	// Past 62 doublings base > ceiling>>n; the bound also spares the shift
+	// the masking Go's semantics need for a count of 64 or more.
+	if n := uint(max(attempt, 1) - 1); n < 63 && base <= ceiling>>n {
 		return base << n, true
 	}
 	return ceiling, true
