@@ -22,6 +22,7 @@ floor=$(( $(percall floor "${1:-}") - empty ))
 echo "| call | instructions a call | × the floor |"
 echo "|---|--:|--:|"
 for lib in floor delay next v7 v5 v4 k8s; do
-	c=$(( $(percall $lib "${1:-}") - empty ))
+	c=$floor
+	[ $lib = floor ] || c=$(( $(percall $lib "${1:-}") - empty ))
 	awk -v lib=$lib -v c=$c -v n=$n -v f=$floor 'BEGIN { printf "| %s | %.1f | ×%.2f |\n", lib, c / n, c / f }'
 done
