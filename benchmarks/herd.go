@@ -253,28 +253,9 @@ func Run(ns []int, trials int, seed uint64) [][]Summary {
 func RunStrategies(strategies []Strategy, ns []int, trials int, seed uint64) [][]Summary {
 	out := make([][]Summary, len(ns))
 	for i, n := range ns {
-		results := make([][]Outcome, len(strategies)) // [strategy][trial]
-		for s := range results {
-			results[s] = make([]Outcome, trials)
-		}
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range runtime.GOMAXPROCS(0) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for t := range next {
-					for s, st := range strategies {
-						results[s][t] = Simulate(st, n, seed, t)
-					}
-				}
-			}()
-		}
-		for t := range trials {
-			next <- t
-		}
-		close(next)
-		wg.Wait()
+		results := runTrials(len(strategies), trials, func(s, t int) Outcome {
+			return Simulate(strategies[s], n, seed, t)
+		})
 
 		full := -1
 		for s, st := range strategies {
@@ -307,6 +288,36 @@ func RunStrategies(strategies []Strategy, ns []int, trials int, seed uint64) [][
 		}
 	}
 	return out
+}
+
+// runTrials returns sim(s, t) for every strategy s < strategies and trial
+// t < trials, as [strategy][trial], running the trials on all cores. Each
+// result lands at its own index, so the output does not depend on the
+// order the workers finish in.
+func runTrials[T any](strategies, trials int, sim func(s, t int) T) [][]T {
+	results := make([][]T, strategies)
+	for s := range results {
+		results[s] = make([]T, trials)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				for s := range strategies {
+					results[s][t] = sim(s, t)
+				}
+			}
+		}()
+	}
+	for t := range trials {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	return results
 }
 
 // HerdTrials is how many trials the published contention tables average.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/unherd/backoff"
@@ -207,28 +205,9 @@ type RASummary struct {
 // RunRA simulates every strategy in sts for cfg, trials times, on all
 // cores; the result depends only on the arguments.
 func RunRA(cfg RAConfig, sts []RAStrategy, trials int, seed uint64) []RASummary {
-	results := make([][]RAOutcome, len(sts)) // [strategy][trial]
-	for s := range results {
-		results[s] = make([]RAOutcome, trials)
-	}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range next {
-				for s, st := range sts {
-					results[s][t] = SimulateRA(cfg, st, seed, t)
-				}
-			}
-		}()
-	}
-	for t := range trials {
-		next <- t
-	}
-	close(next)
-	wg.Wait()
+	results := runTrials(len(sts), trials, func(s, t int) RAOutcome {
+		return SimulateRA(cfg, sts[s], seed, t)
+	})
 
 	out := make([]RASummary, len(sts))
 	for s, st := range sts {
