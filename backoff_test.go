@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -1020,6 +1021,96 @@ func TestScheduleDeadlineOverride(t *testing.T) {
 	}
 }
 
+// TestScheduleErr: Err names the limit that ended the sequence, keeps
+// naming it until Reset, and reports MaxRetries before MaxElapsed before
+// Deadline when several refuse the same wait.
+func TestScheduleErr(t *testing.T) {
+	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
+	fakeClock(t, t0)
+	curve := Value{BaseDelay: time.Second, JitterMode: JitterNone} // 1s, 2s, 4s, …
+	for _, tt := range []struct {
+		name  string
+		s     Schedule
+		waits int // handed out before the refusal
+		want  error
+	}{
+		{"no limit", Schedule{Curve: curve}, 20, nil},
+		{"MaxRetries", Schedule{Curve: curve, MaxRetries: 2}, 2, ErrMaxRetries},
+		{"MaxElapsed", Schedule{Curve: curve, MaxElapsed: 7 * time.Second}, 3, ErrMaxElapsed},
+		{"Deadline", Schedule{Curve: curve, Deadline: t0.Add(3 * time.Second)}, 2, ErrDeadline}, // the clock stands still: 4s does not fit
+		{"MaxRetries before MaxElapsed", Schedule{Curve: curve, MaxRetries: 3, MaxElapsed: 7 * time.Second}, 3, ErrMaxRetries},
+		{"MaxRetries before Deadline", Schedule{Curve: curve, MaxRetries: 2, Deadline: t0.Add(3 * time.Second)}, 2, ErrMaxRetries},
+		{"MaxElapsed before Deadline", Schedule{Curve: curve, MaxElapsed: 3 * time.Second, Deadline: t0.Add(3 * time.Second)}, 2, ErrMaxElapsed},
+		{"zero Schedule", Schedule{}, 20, nil},
+	} {
+		s := tt.s
+		for i := range tt.waits {
+			if _, ok := s.Next(); !ok {
+				t.Fatalf("%s: Next() #%d = false (Err %v), want true", tt.name, i+1, s.Err())
+			}
+			if err := s.Err(); err != nil {
+				t.Fatalf("%s: Err() after a true Next = %v, want nil", tt.name, err)
+			}
+		}
+		if tt.want == nil {
+			continue
+		}
+		for range 2 { // and again: the refusal is sticky
+			if d, ok := s.Next(); ok || d != 0 {
+				t.Fatalf("%s: Next() after %d waits = %v, %v, want 0, false", tt.name, tt.waits, d, ok)
+			}
+			if err := s.Err(); err != tt.want {
+				t.Fatalf("%s: Err() = %v, want %v", tt.name, err, tt.want)
+			}
+		}
+		s.Reset()
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: Err() after Reset = %v, want nil", tt.name, err)
+		}
+		if _, ok := s.Next(); !ok {
+			t.Fatalf("%s: Next() after Reset = false, want true", tt.name)
+		}
+	}
+	// An override refused by the deadline says so too.
+	s := Schedule{Curve: curve, Deadline: t0.Add(time.Minute)}
+	s.Override(time.Hour)
+	if _, ok := s.Next(); ok || s.Err() != ErrDeadline {
+		t.Fatalf("Next() after Override(1h) with a minute left: ok %v, Err() %v, want false, %v", ok, s.Err(), ErrDeadline)
+	}
+	// Bad text does not touch the state; good text resets it.
+	s = Schedule{Curve: curve, MaxRetries: 1}
+	s.Next()
+	s.Next()
+	if err := s.UnmarshalText([]byte("1s, 2 retries")); err != nil || s.Err() != nil {
+		t.Fatalf("UnmarshalText: %v; Err() = %v, want nil (the sequence starts over)", err, s.Err())
+	}
+}
+
+// TestErrDeadlineIsDeadlineExceeded: a loop that checks for a missed
+// deadline with errors.Is finds one whether a context or a Schedule saw it.
+func TestErrDeadlineIsDeadlineExceeded(t *testing.T) {
+	if !errors.Is(ErrDeadline, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(ErrDeadline, context.DeadlineExceeded) = false, want true")
+	}
+	if wrapped := fmt.Errorf("fetch: %w", ErrDeadline); !errors.Is(wrapped, ErrDeadline) || !errors.Is(wrapped, context.DeadlineExceeded) {
+		t.Errorf("a wrapped ErrDeadline lost its identity: %v", wrapped)
+	}
+	if errors.Is(ErrMaxRetries, context.DeadlineExceeded) || errors.Is(ErrMaxElapsed, context.DeadlineExceeded) {
+		t.Errorf("ErrMaxRetries or ErrMaxElapsed matches context.DeadlineExceeded: only the deadline is a deadline")
+	}
+	var timeout interface{ Timeout() bool }
+	if !errors.As(ErrDeadline, &timeout) || !timeout.Timeout() {
+		t.Errorf("ErrDeadline.Timeout() is not true")
+	}
+	msgs := map[string]bool{}
+	for _, err := range []error{ErrMaxRetries, ErrMaxElapsed, ErrDeadline} {
+		if m := err.Error(); !strings.HasPrefix(m, "backoff: ") || msgs[m] {
+			t.Errorf("error message %q: want a distinct message starting \"backoff: \"", m)
+		}
+		msgs[err.Error()] = true
+	}
+}
+
 // TestScheduleClockRead: Next reads the clock once per wait with Deadline
 // set, and never without it.
 func TestScheduleClockRead(t *testing.T) {
@@ -1183,6 +1274,7 @@ func TestAllocs(t *testing.T) {
 	now := time.Now()
 	s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}, Rand: rand.New(rand.NewPCG(1, 2))}
 	d := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second}, Deadline: time.Now().Add(time.Hour)}
+	e := Schedule{Curve: Value{BaseDelay: time.Millisecond}, MaxRetries: 1}
 	funcs := map[string]func(){
 		"Grow":                    func() { Grow(time.Millisecond, time.Second, 1.5, 9) },
 		"Full":                    func() { Full(time.Second) },
@@ -1197,6 +1289,7 @@ func TestAllocs(t *testing.T) {
 		"Schedule.Next":           func() { s.Next() },
 		"Schedule.Override":       func() { s.Override(time.Second); s.Next() },
 		"Schedule.Next deadline":  func() { d.Reset(); d.Next() },
+		"Schedule.Err":            func() { e.Reset(); e.Next(); e.Next(); _ = e.Err() },
 	}
 	for _, mode := range allModes {
 		v := Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, Multiplier: 1.5, Jitter: 0.2, JitterMode: mode}
@@ -1284,6 +1377,9 @@ func FuzzSchedule(f *testing.F) {
 			case 1:
 				s.Reset()
 				stopped, overridden = false, false
+				if s.Err() != nil {
+					t.Fatalf("Err() after Reset = %v, want nil", s.Err())
+				}
 			default:
 				before, beforeAttempt := s.Elapsed(), s.Attempt()
 				d, ok := s.Next()
@@ -1304,6 +1400,16 @@ func FuzzSchedule(f *testing.F) {
 					t.Fatalf("Attempt() = %d past MaxRetries %d", s.Attempt(), s.MaxRetries)
 				case ok && (s.Attempt() != beforeAttempt+1 || s.Elapsed() < before):
 					t.Fatalf("after Next: Attempt() %d→%d, Elapsed() %v→%v", beforeAttempt, s.Attempt(), before, s.Elapsed())
+				case ok && s.Err() != nil:
+					t.Fatalf("Next() = %v, true with Err() = %v, want nil", d, s.Err())
+				case !ok && s.Err() != ErrMaxRetries && s.Err() != ErrMaxElapsed && s.Err() != ErrDeadline:
+					t.Fatalf("Next() = false with Err() = %v, want one of the three limits", s.Err())
+				case !ok && s.Err() == ErrMaxRetries && (s.MaxRetries <= 0 || s.Attempt() < s.MaxRetries):
+					t.Fatalf("Err() = ErrMaxRetries after %d waits, MaxRetries %d", s.Attempt(), s.MaxRetries)
+				case !ok && s.Err() == ErrMaxElapsed && s.MaxElapsed <= 0:
+					t.Fatalf("Err() = ErrMaxElapsed without MaxElapsed")
+				case !ok && s.Err() == ErrDeadline && deadline == 0:
+					t.Fatalf("Err() = ErrDeadline without Deadline")
 				}
 				stopped = stopped || !ok
 				overridden = false

@@ -71,8 +71,8 @@ func fetch(ctx context.Context, url string, policy backoff.Schedule) (string, er
 			s.Override(backoff.AddJitter(d, max(d/2, time.Second)))
 		}
 		wait, ok := s.Next()
-		if !ok {
-			return "", fmt.Errorf("giving up after %d retries: %w", s.Attempt(), err)
+		if !ok { // s.Err() says which limit: retries, waiting or the deadline
+			return "", fmt.Errorf("giving up after %d retries (%w): %w", s.Attempt(), s.Err(), err)
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -136,7 +136,7 @@ func Example_retryLoop() {
 	_, err := fetch(ctx, server.URL, policy)
 	fmt.Println(err)
 	fmt.Println("returned well before the deadline:", time.Since(start) < time.Second)
-	fmt.Println("a bare deadline error:", errors.Is(err, context.DeadlineExceeded))
+	fmt.Println("the Schedule saw the deadline coming:", errors.Is(err, backoff.ErrDeadline))
 
 	body, err := fetch(ctx, server.URL, policy) // the server has recovered
 	fmt.Println(body, err)
@@ -144,9 +144,9 @@ func Example_retryLoop() {
 	// server: 503
 	// server: 503
 	// server: 429, Retry-After: 3
-	// giving up after 2 retries: 429 Too Many Requests
+	// giving up after 2 retries (backoff: the next wait would end after the deadline): 429 Too Many Requests
 	// returned well before the deadline: true
-	// a bare deadline error: false
+	// the Schedule saw the deadline coming: true
 	// server: 200
 	// hello <nil>
 }
@@ -510,4 +510,36 @@ func ExampleJitterSymmetric() {
 	// retry 4 waits between 640ms and 960ms
 	// retry 5 waits between 800ms and 1.2s
 	// true
+}
+
+// Err says which limit ended a sequence, so a loop's error can say it too:
+// here 3 retries were allowed and 10s of waiting, and the retries ran out
+// first. ErrDeadline matches context.DeadlineExceeded as well.
+func ExampleSchedule_Err() {
+	s := backoff.Schedule{
+		Curve:      backoff.Value{BaseDelay: time.Second, JitterMode: backoff.JitterNone},
+		MaxRetries: 3,
+		MaxElapsed: 10 * time.Second,
+	}
+	for {
+		wait, ok := s.Next()
+		if !ok {
+			break
+		}
+		fmt.Println("wait", wait)
+	}
+	err := s.Err()
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, backoff.ErrMaxRetries), errors.Is(err, backoff.ErrMaxElapsed))
+	fmt.Println(errors.Is(backoff.ErrDeadline, context.DeadlineExceeded))
+	s.Reset()
+	fmt.Println("after Reset:", s.Err())
+	// Output:
+	// wait 1s
+	// wait 2s
+	// wait 4s
+	// backoff: no retries left
+	// true false
+	// true
+	// after Reset: <nil>
 }

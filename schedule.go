@@ -1,6 +1,8 @@
 package backoff
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -47,13 +49,39 @@ type Schedule struct {
 	// package-level source.
 	Rand *rand.Rand
 
-	attempt             int           // waits handed out since Reset
-	step                int           // curve steps taken: computed waits only
-	elapsed             time.Duration // sum of the waits handed out, saturating
-	previous            time.Duration // the last computed wait, for JitterDecorrelated
-	override            time.Duration // the next wait, when overridden is set
-	overridden, stopped bool
+	attempt    int           // waits handed out since Reset
+	step       int           // curve steps taken: computed waits only
+	elapsed    time.Duration // sum of the waits handed out, saturating
+	previous   time.Duration // the last computed wait, for JitterDecorrelated
+	override   time.Duration // the next wait, when overridden is set
+	overridden bool
+	err        error // why Next last reported false: one of the three Err values, or nil
 }
+
+// The reasons [Schedule.Next] reports false, as [Schedule.Err] returns them.
+// They are package-level values, so a loop compares them with [errors.Is]
+// and reporting one allocates nothing.
+var (
+	// ErrMaxRetries: MaxRetries waits were handed out.
+	ErrMaxRetries = errors.New("backoff: no retries left")
+	// ErrMaxElapsed: the next wait would take Elapsed past MaxElapsed.
+	ErrMaxElapsed = errors.New("backoff: the next wait would pass the limit on waiting")
+	// ErrDeadline: the next wait would end after Deadline. It wraps
+	// [context.DeadlineExceeded], so errors.Is(err, context.DeadlineExceeded)
+	// finds a missed deadline whether a context or a Schedule saw it first.
+	ErrDeadline error = deadlineError{}
+)
+
+// deadlineError is ErrDeadline's type: a message of its own, and
+// context.DeadlineExceeded beneath it.
+type deadlineError struct{}
+
+func (deadlineError) Error() string { return "backoff: the next wait would end after the deadline" }
+func (deadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// Timeout reports true, as context.DeadlineExceeded's does, for code that
+// asks a net.Error whether it timed out.
+func (deadlineError) Timeout() bool { return true }
 
 // clock is what Next reads when Deadline is set. Only tests replace it,
 // to show that Next never reads it otherwise.
@@ -66,11 +94,14 @@ var clock = time.Now
 // Deadline. A wait that cannot be followed by an attempt is not handed out:
 // the caller gives up now rather than sleep first. Once Next reports false
 // it keeps reporting 0, false until Reset, and a refused wait is not counted
-// in Attempt or Elapsed. The wait is never negative and never above
-// Curve.MaxDelay, unless set by Override.
+// in Attempt or Elapsed; [Schedule.Err] says which limit ended it. The wait
+// is never negative and never above Curve.MaxDelay, unless set by Override.
 func (s *Schedule) Next() (time.Duration, bool) {
-	if s.stopped || (s.MaxRetries > 0 && s.attempt >= s.MaxRetries) {
-		s.stopped = true
+	if s.err != nil {
+		return 0, false
+	}
+	if s.MaxRetries > 0 && s.attempt >= s.MaxRetries {
+		s.err = ErrMaxRetries
 		return 0, false
 	}
 	c := &s.Curve
@@ -94,8 +125,12 @@ func (s *Schedule) Next() (time.Duration, bool) {
 	if total < 0 {
 		total = maxDuration
 	}
-	if (s.MaxElapsed > 0 && total > s.MaxElapsed) || (!s.Deadline.IsZero() && s.late(d)) {
-		s.stopped = true
+	if s.MaxElapsed > 0 && total > s.MaxElapsed {
+		s.err = ErrMaxElapsed
+		return 0, false
+	}
+	if !s.Deadline.IsZero() && s.late(d) {
+		s.err = ErrDeadline
 		return 0, false
 	}
 	if s.overridden {
@@ -150,12 +185,18 @@ func (s *Schedule) Attempt() int { return s.attempt }
 // Reset, saturating at math.MaxInt64 instead of wrapping.
 func (s *Schedule) Elapsed() time.Duration { return s.elapsed }
 
+// Err returns why Next last reported false: [ErrMaxRetries],
+// [ErrMaxElapsed] or [ErrDeadline]. It is nil while the sequence goes on,
+// and again after Reset. When two limits refuse the same wait, MaxRetries
+// is reported first, then MaxElapsed, then Deadline. It does not allocate.
+func (s *Schedule) Err() error { return s.err }
+
 // Reset starts the sequence over, as after a success: the next wait is the
 // curve's first again. It keeps the configuration (Curve, MaxRetries,
-// MaxElapsed, Deadline, Rand) and drops a pending Override.
+// MaxElapsed, Deadline, Rand), drops a pending Override and clears Err.
 func (s *Schedule) Reset() {
 	s.attempt, s.step, s.elapsed, s.previous = 0, 0, 0, 0
-	s.override, s.overridden, s.stopped = 0, false, false
+	s.override, s.overridden, s.err = 0, false, nil
 }
 
 // String returns the policy as one line, such as "100ms×2 up to 30s, full
