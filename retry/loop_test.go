@@ -1,0 +1,359 @@
+package retry_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
+)
+
+// doubling is 1s, 2s, 4s, … exactly.
+var doubling = backoff.Value{BaseDelay: time.Second, JitterMode: backoff.JitterNone}
+
+// TestLoopWaits: the first Wait at once, each later one the Schedule's next
+// wait; Attempt counts the trues.
+func TestLoopWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling}})
+		start := time.Now()
+		var at []time.Duration
+		for loop.Wait(context.Background()) {
+			at = append(at, time.Since(start))
+			if loop.Attempt() != len(at) {
+				t.Fatalf("Attempt() = %d after %d trues", loop.Attempt(), len(at))
+			}
+			if loop.Err() != nil {
+				t.Fatalf("Err() = %v while Wait returns true", loop.Err())
+			}
+			if len(at) == 5 {
+				break
+			}
+		}
+		want := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 15 * time.Second}
+		if fmt.Sprint(at) != fmt.Sprint(want) {
+			t.Fatalf("Wait returned true at %v, want %v", at, want)
+		}
+	})
+}
+
+// TestLoopNoDefaultLimit: unlike Do, a Loop with no limit goes on.
+func TestLoopNoDefaultLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		loop := retry.NewLoop(retry.Policy{}) // the default curve, no limit
+		for loop.Wait(context.Background()) && loop.Attempt() < 100 {
+		}
+		if loop.Attempt() != 100 || loop.Err() != nil {
+			t.Fatalf("zero Policy Loop stopped at attempt %d: %v; want no limit", loop.Attempt(), loop.Err())
+		}
+	})
+}
+
+// TestLoopReset: after Reset the next Wait waits the curve's first wait,
+// jittered: not at once, and not the same instant for every loop.
+func TestLoopReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling}})
+		for range 4 {
+			loop.Wait(context.Background()) // 0, 1s, 2s, 4s
+		}
+		loop.Reset()
+		if loop.Attempt() != 0 || loop.Err() != nil {
+			t.Fatalf("after Reset: Attempt %d, Err %v; want 0, nil", loop.Attempt(), loop.Err())
+		}
+		start := time.Now()
+		loop.Wait(context.Background())
+		if time.Since(start) != time.Second || loop.Attempt() != 1 {
+			t.Fatalf("Wait after Reset took %v, Attempt %d; want the curve's first wait, 1s, and 1", time.Since(start), loop.Attempt())
+		}
+
+		// Full jitter: each loop's first wait after Reset lies in [0, 1s],
+		// and a fleet's are spread.
+		distinct := map[time.Duration]bool{}
+		for range 100 {
+			loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Second}}})
+			loop.Wait(context.Background())
+			loop.Wait(context.Background())
+			loop.Reset()
+			start := time.Now()
+			loop.Wait(context.Background())
+			d := time.Since(start)
+			if d < 0 || d > time.Second {
+				t.Fatalf("first wait after Reset = %v, want in [0, 1s]", d)
+			}
+			distinct[d] = true
+		}
+		if len(distinct) < 90 {
+			t.Fatalf("100 loops reset together wait %d distinct times: they reconnect together", len(distinct))
+		}
+
+		// Reset before the first Wait leaves the first Wait at once.
+		loop = retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling}})
+		loop.Reset()
+		start = time.Now()
+		if !loop.Wait(context.Background()) || time.Since(start) != 0 {
+			t.Fatalf("first Wait after an early Reset took %v, want at once", time.Since(start))
+		}
+	})
+}
+
+// TestLoopOverride: the next wait is d, above MaxDelay too; then the curve
+// goes on where it was.
+func TestLoopOverride(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		curve := doubling
+		curve.MaxDelay = 4 * time.Second
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: curve}})
+		loop.Wait(context.Background())
+		loop.Override(10 * time.Second)
+		var gaps []time.Duration
+		for range 3 {
+			start := time.Now()
+			loop.Wait(context.Background())
+			gaps = append(gaps, time.Since(start))
+		}
+		loop.Override(-time.Second)
+		start := time.Now()
+		loop.Wait(context.Background())
+		gaps = append(gaps, time.Since(start))
+		if want := "[10s 1s 2s 0s]"; fmt.Sprint(gaps) != want {
+			t.Fatalf("waits %v, want %v", gaps, want)
+		}
+	})
+}
+
+// TestLoopStops: each way a Loop ends, with Err saying why, at once when
+// it should be, and sticky until Reset.
+func TestLoopStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cause := errors.New("shutting down")
+		for _, tt := range []struct {
+			name     string
+			p        retry.Policy
+			ctx      func() (context.Context, func())
+			trues    int
+			took     time.Duration // from the last true to the false
+			want     error
+			attempts int
+		}{
+			{"MaxRetries", retry.Policy{Schedule: backoff.Schedule{Curve: doubling, MaxRetries: 2}}, background, 3, 0, backoff.ErrMaxRetries, 3},
+			{"MaxElapsed", retry.Policy{Schedule: backoff.Schedule{Curve: doubling, MaxElapsed: 5 * time.Second}}, background, 3, 0, backoff.ErrMaxElapsed, 3},
+			{"context deadline, without waiting", retry.Policy{Schedule: backoff.Schedule{Curve: doubling}}, timeout(5 * time.Second), 3, 0, backoff.ErrDeadline, 3},
+			{"cancelled mid-wait, at once", retry.Policy{Schedule: backoff.Schedule{Curve: doubling}}, cancelAt(4*time.Second, cause), 3, time.Second, cause, 3},
+			{"cancelled before the first Wait", retry.Policy{}, cancelAt(0, cause), 0, 0, cause, 0},
+		} {
+			ctx, stop := tt.ctx()
+			if tt.name == "cancelled before the first Wait" {
+				synctest.Wait()
+			}
+			loop := retry.NewLoop(tt.p)
+			trues := 0
+			var last time.Time
+			for loop.Wait(ctx) {
+				trues++
+				last = time.Now()
+			}
+			if trues > 0 && time.Since(last) != tt.took {
+				t.Errorf("%s: false came %v after the last true, want %v", tt.name, time.Since(last), tt.took)
+			}
+			var e *retry.Error
+			if !errors.As(loop.Err(), &e) || e.Cause != tt.want || e.Err != nil || e.Attempts != tt.attempts || trues != tt.trues {
+				t.Errorf("%s: %d trues, Err() = %#v; want %d trues and an *Error of %d attempts, nil Err, Cause %v", tt.name, trues, loop.Err(), tt.trues, tt.attempts, tt.want)
+			}
+			if !errors.Is(loop.Err(), tt.want) {
+				t.Errorf("%s: errors.Is(Err(), %v) = false", tt.name, tt.want)
+			}
+			start := time.Now()
+			if loop.Wait(context.Background()) || time.Since(start) != 0 {
+				t.Errorf("%s: Wait after false returned true or waited: want false at once until Reset", tt.name)
+			}
+			loop.Reset()
+			if loop.Err() != nil {
+				t.Errorf("%s: Err() after Reset = %v, want nil", tt.name, loop.Err())
+			}
+			if tt.name == "MaxRetries" && !loop.Wait(context.Background()) {
+				t.Errorf("%s: Wait after Reset = false, want a new sequence", tt.name)
+			}
+			stop()
+		}
+	})
+}
+
+func background() (context.Context, func()) { return context.Background(), func() {} }
+
+func timeout(d time.Duration) func() (context.Context, func()) {
+	return func() (context.Context, func()) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		return ctx, cancel
+	}
+}
+
+func cancelAt(d time.Duration, cause error) func() (context.Context, func()) {
+	return func() (context.Context, func()) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		t := time.AfterFunc(d, func() { cancel(cause) })
+		return ctx, func() { t.Stop(); cancel(nil) }
+	}
+}
+
+// TestLoopDeadlineEdge: a wait ending exactly at the deadline is started.
+func TestLoopDeadlineEdge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling}})
+		loop.Wait(ctx) // at once
+		loop.Wait(ctx) // 1s
+		start := time.Now()
+		loop.Wait(ctx) // 2s, ending at the deadline: started
+		if time.Since(start) != 2*time.Second {
+			t.Fatalf("a wait ending exactly at the deadline took %v, want 2s", time.Since(start))
+		}
+	})
+}
+
+// TestLoopHooks: OnRetry before each wait with a nil Err, never after the
+// Loop stops; the Logger gets "retrying" and one "giving up".
+func TestLoopHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var events []retry.Event
+		var log strings.Builder
+		p := retry.Policy{
+			Schedule: backoff.Schedule{Curve: doubling, MaxRetries: 2},
+			OnRetry:  func(e retry.Event) { events = append(events, e) },
+			Logger:   slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{ReplaceAttr: dropTime})),
+		}
+		loop := retry.NewLoop(p)
+		for loop.Wait(context.Background()) {
+		}
+		want := []retry.Event{{Attempt: 1, Wait: time.Second}, {Attempt: 2, Wait: 2 * time.Second, Elapsed: time.Second}}
+		if fmt.Sprint(events) != fmt.Sprint(want) {
+			t.Fatalf("events %+v, want %+v", events, want)
+		}
+		wantLog := `level=INFO msg=retrying attempt=1 wait=1s elapsed=0s
+level=INFO msg=retrying attempt=2 wait=2s elapsed=1s
+level=WARN msg="giving up" attempts=3 elapsed=3s cause="backoff: no retries left"
+`
+		if log.String() != wantLog {
+			t.Fatalf("log:\n%s\nwant:\n%s", log.String(), wantLog)
+		}
+		// After a Reset, the attempt that had succeeded and then ended is 1.
+		loop.Reset()
+		events = nil
+		loop.Wait(context.Background())
+		if len(events) != 1 || events[0].Attempt != 1 || events[0].Wait != time.Second || events[0].Elapsed != 0 {
+			t.Fatalf("event after Reset %+v, want attempt 1, the curve's first wait, elapsed from the Reset", events)
+		}
+	})
+}
+
+func dropTime(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
+
+// TestLoopWaitAllocs: a Loop waits on one timer, however many waits, and
+// a wait of zero allocates nothing.
+func TestLoopWaitAllocs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Millisecond, Multiplier: 1}}})
+		loop.Wait(context.Background())
+		loop.Wait(context.Background()) // the timer is made here
+		if n := testing.AllocsPerRun(50, func() { loop.Wait(context.Background()) }); n != 0 {
+			t.Errorf("Loop.Wait with its timer made: %v allocations a wait, want 0", n)
+		}
+		loop = retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}}})
+		if n := testing.AllocsPerRun(50, func() { loop.Wait(context.Background()) }); n != 0 {
+			t.Errorf("Loop.Wait, no wait: %v allocations, want 0", n)
+		}
+	})
+}
+
+// TestPolicyText: String writes the curve a Policy uses, UnmarshalText
+// reads it back into Schedule and leaves the code alone.
+func TestPolicyText(t *testing.T) {
+	var zero retry.Policy
+	if got, want := zero.String(), "200ms×2 up to 30s, full jitter"; got != want {
+		t.Errorf("Policy{}.String() = %q, want %q (the default curve; Do's 5 retries are not text)", got, want)
+	}
+	if b, err := zero.MarshalText(); string(b) != zero.String() || err != nil {
+		t.Errorf("MarshalText() = %q, %v; want String's form", b, err)
+	}
+	onRetry := func(retry.Event) {}
+	retryable := func(error) bool { return false }
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src := rand.New(rand.NewPCG(1, 1))
+	deadline := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := retry.Policy{OnRetry: onRetry, Retryable: retryable, Logger: logger}
+	p.Schedule.Rand, p.Schedule.Deadline = src, deadline
+	if err := p.UnmarshalText([]byte("1s x1.5 up to 1m, equal jitter, 4 retries, 2m of waiting")); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.String(), "1s×1.5 up to 1m0s, equal jitter, 4 retries, 2m0s of waiting"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if p.OnRetry == nil || p.Retryable == nil || p.Logger != logger || p.Schedule.Rand != src || !p.Schedule.Deadline.Equal(deadline) {
+		t.Errorf("UnmarshalText changed what is not text: %+v", p)
+	}
+	before := p.String()
+	if err := p.UnmarshalText([]byte("1s, fulll jitter")); err == nil || !strings.Contains(err.Error(), "fulll") {
+		t.Errorf("UnmarshalText(typo) = %v, want an error quoting it", err)
+	}
+	if p.String() != before {
+		t.Errorf("bad text changed the Policy: %q", p.String())
+	}
+	// "no wait" is the zero Curve: the default. A retry with no wait says so.
+	if err := p.UnmarshalText([]byte("no wait, 3 retries")); err != nil || p.String() != "200ms×2 up to 30s, full jitter, 3 retries" {
+		t.Errorf(`"no wait, 3 retries" reads as %q, %v; want the default curve`, p.String(), err)
+	}
+	if err := p.UnmarshalText([]byte("no wait, no jitter, 3 retries")); err != nil || p.String() != "no wait, no jitter, 3 retries" {
+		t.Errorf(`"no wait, no jitter, 3 retries" reads as %q, %v`, p.String(), err)
+	}
+	// Round trip for policies whose text differs from the zero Curve's.
+	for _, text := range []string{"200ms×2 up to 30s, full jitter", "5s×1 uncapped, no jitter, 1 retry", "1s×2 up to 1m0s, symmetric jitter 0.2, 1m0s of waiting"} {
+		var a, b retry.Policy
+		if err := a.UnmarshalText([]byte(text)); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := a.MarshalText()
+		if err := b.UnmarshalText(m); err != nil || b.String() != a.String() || b.Schedule != a.Schedule {
+			t.Errorf("round trip of %q: %q, %v", text, b.String(), err)
+		}
+	}
+}
+
+// TestPolicyFlagAndJSON: a Policy is one flag, or one JSON string.
+func TestPolicyFlagAndJSON(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var p retry.Policy
+	fs.TextVar(&p, "retry", retry.Policy{}, "retry policy")
+	if err := fs.Parse([]string{"-retry", "50ms×3 up to 5s, decorrelated jitter, 7 retries"}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Schedule.MaxRetries != 7 || p.Schedule.Curve.JitterMode != backoff.JitterDecorrelated {
+		t.Errorf("flag.TextVar: %v", p)
+	}
+	if err := fs.Parse([]string{"-retry", "50ms, 0 retries"}); err == nil {
+		t.Errorf("flag with 0 retries: no error")
+	}
+	var config struct{ Retry retry.Policy }
+	if err := json.Unmarshal([]byte(`{"Retry": "1s, 2 retries"}`), &config); err != nil || config.Retry.Schedule.MaxRetries != 2 {
+		t.Errorf("json: %v, %v", config.Retry, err)
+	}
+	if b, err := json.Marshal(config); err != nil || string(b) != `{"Retry":"1s×2 uncapped, full jitter, 2 retries"}` {
+		t.Errorf("json.Marshal = %s, %v", b, err)
+	}
+}
