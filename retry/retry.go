@@ -265,13 +265,16 @@ func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, 
 }
 
 // retrying is Do after its first attempt failed with err: the part that
-// needs a Schedule and, perhaps, a timer.
+// needs a Schedule and, perhaps, a timer. It reads the clock per retry only
+// for what needs it: the deadline rule (ctx has a deadline) and the Event
+// (OnRetry or Logger set); giving up reads it once for Error.Elapsed.
 func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, start time.Time, err error) error {
 	s := p.schedule(true)
+	deadline, hasDeadline := ctx.Deadline()
+	hooked := p.OnRetry != nil || p.Logger != nil
 	var timer *time.Timer
 	attempts, attemptStart := 1, start
 	for {
-		now := time.Now()
 		var cause error
 		switch {
 		case ctx.Err() != nil: // 1
@@ -286,11 +289,18 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 				cause = s.Err()
 				break
 			}
-			if deadline, ok := ctx.Deadline(); ok && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
+			var now time.Time
+			if hasDeadline || hooked {
+				now = time.Now()
+			}
+			if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
 				cause = backoff.ErrDeadline
 				break
 			}
-			p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)}) // 5
+			if hooked { // 5
+				p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
+			}
+			attemptStart = now
 			if wait > 0 {
 				if timer == nil {
 					timer = time.NewTimer(wait)
@@ -306,9 +316,9 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 				if ctx.Err() != nil { // it ended as the timer fired: no attempt on a dead context
 					return p.giveUp(ctx, err, attempts, start, context.Cause(ctx))
 				}
-				attemptStart = time.Now()
-			} else {
-				attemptStart = now
+				if hasDeadline {
+					attemptStart = time.Now()
+				}
 			}
 			attempts++
 			if err = fn(ctx); err == nil {
@@ -379,12 +389,40 @@ func Permanent(err error) error {
 }
 
 // IsPermanent reports whether err, or any error in its chain (through %w
-// and [errors.Join]), was marked by [Permanent]. It does not allocate.
-func IsPermanent(err error) bool { return errors.Is(err, errPermanent) }
+// and [errors.Join]), was marked by [Permanent]: errors.Is(err, mark), for
+// a mark only Permanent makes. An error whose Is method claims that mark
+// counts too. It does not allocate.
+func IsPermanent(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case *permanentError:
+			return true
+		case interface{ Is(error) bool }:
+			if e.Is(errPermanent) {
+				return true
+			}
+		}
+		switch e := err.(type) {
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, err := range e.Unwrap() {
+				if IsPermanent(err) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
 
-// errPermanent is the target every permanentError matches, so that
-// IsPermanent can use errors.Is, which does not allocate, where errors.As
-// would.
+// errPermanent is the mark every permanentError matches with errors.Is. It
+// is unexported, so nothing else can be it; IsPermanent walks the chain
+// itself rather than call errors.Is, whose check that the target is
+// comparable costs more than the walk.
 var errPermanent = errors.New("retry: permanent")
 
 type permanentError struct{ err error }
@@ -549,11 +587,18 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	if !ok {
 		return l.stop(ctx, l.s.Err())
 	}
-	now := time.Now()
-	if deadline, ok := ctx.Deadline(); ok && !fits(now, wait, 0, deadline) {
+	deadline, hasDeadline := ctx.Deadline()
+	hooked := l.p.OnRetry != nil || l.p.Logger != nil
+	var now time.Time
+	if hasDeadline || hooked {
+		now = time.Now()
+	}
+	if hasDeadline && !fits(now, wait, 0, deadline) {
 		return l.stop(ctx, backoff.ErrDeadline)
 	}
-	l.p.notify(ctx, Event{Attempt: l.s.Attempt(), Wait: wait, Elapsed: now.Sub(l.start)})
+	if hooked {
+		l.p.notify(ctx, Event{Attempt: l.s.Attempt(), Wait: wait, Elapsed: now.Sub(l.start)})
+	}
 	if wait > 0 {
 		if l.timer == nil {
 			l.timer = time.NewTimer(wait)

@@ -854,3 +854,46 @@ func TestScheduleRandReproducible(t *testing.T) {
 		}
 	})
 }
+
+// claims is an error whose Is method says it is every target: errors.Is
+// calls it permanent, so IsPermanent does too.
+type claims struct{}
+
+func (claims) Error() string        { return "claims" }
+func (claims) Is(target error) bool { return true }
+
+// modest is an error with an Is method that claims nothing: the walk goes
+// on past it.
+type modest struct{ err error }
+
+func (m modest) Error() string { return "modest" }
+func (m modest) Is(error) bool { return false }
+func (m modest) Unwrap() error { return m.err }
+
+// TestIsPermanentMatchesErrorsIs: IsPermanent is errors.Is for the mark, on
+// every shape of chain.
+func TestIsPermanentMatchesErrorsIs(t *testing.T) {
+	p := retry.Permanent(errFault)
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errFault, false},
+		{p, true},
+		{claims{}, true},
+		{modest{p}, true},
+		{modest{errFault}, false},
+		{fmt.Errorf("a: %w", modest{fmt.Errorf("b: %w", p)}), true},
+		{errors.Join(errFault, modest{nil}), false},
+		{errors.Join(errFault, errors.Join(errFault, p)), true},
+		{fmt.Errorf("%w %w", errFault, p), true},
+		{fmt.Errorf("%w %w", errFault, errFault), false},
+		{retry.After(time.Second, p), true},
+		{&retry.Error{Err: errFault, Cause: p}, true},
+	} {
+		if got := retry.IsPermanent(tt.err); got != tt.want {
+			t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}

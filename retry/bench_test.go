@@ -1,0 +1,98 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
+)
+
+// The happy path: fn succeeds at once. benchmarks/ runs the same against
+// the peers, interleaved; these keep the package's own numbers honest.
+func BenchmarkDo(b *testing.B) {
+	ctx := context.Background()
+	ok := func(context.Context) error { return nil }
+	var p retry.Policy
+	b.ReportAllocs()
+	for b.Loop() {
+		retry.Do(ctx, p, ok)
+	}
+}
+
+func BenchmarkDoValue(b *testing.B) {
+	ctx := context.Background()
+	ok := func(context.Context) (int, error) { return 1, nil }
+	var p retry.Policy
+	b.ReportAllocs()
+	for b.Loop() {
+		retry.DoValue(ctx, p, ok)
+	}
+}
+
+// BenchmarkDoTwoRetries: two failures, then success, with no wait: the cost
+// of the loop itself (a Schedule copy, the classifier, two Nexts, the clock).
+func BenchmarkDoTwoRetries(b *testing.B) {
+	ctx := context.Background()
+	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 5}}
+	err := errors.New("fault")
+	calls := 0
+	fn := func(context.Context) error {
+		if calls++; calls%3 != 0 {
+			return err
+		}
+		return nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		retry.Do(ctx, p, fn)
+	}
+}
+
+// BenchmarkDoRetry: the cost of one more retry with no wait, measured over
+// sequences of 100.
+func BenchmarkDoRetry(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 99}}
+	err := errors.New("fault")
+	fn := func(context.Context) error { return err }
+	b.ReportAllocs()
+	for b.Loop() {
+		retry.Do(ctx, p, fn)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/attempt")
+}
+
+func BenchmarkSleepZero(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		retry.Sleep(ctx, 0)
+	}
+}
+
+func BenchmarkLoopWait(b *testing.B) {
+	ctx := context.Background()
+	loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}}})
+	b.ReportAllocs()
+	for b.Loop() {
+		loop.Wait(ctx)
+	}
+}
+
+func BenchmarkIsPermanent(b *testing.B) {
+	err := errors.Join(errors.New("a"), retry.Permanent(errors.New("b")))
+	b.ReportAllocs()
+	for b.Loop() {
+		retry.IsPermanent(err)
+	}
+}
+
+func BenchmarkNow(b *testing.B) {
+	for b.Loop() {
+		time.Now()
+	}
+}

@@ -1,0 +1,296 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
+)
+
+// Do around a real HTTP call: the server answers 503 twice, then 200. A
+// 5xx is an error worth retrying; a 4xx is Permanent. The waits here are
+// milliseconds so that the example runs fast; the zero Policy waits
+// "200ms×2 up to 30s, full jitter" and gives up after 5 retries.
+func ExampleDo() {
+	var calls atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer server.Close()
+
+	policy := retry.Policy{Schedule: backoff.Schedule{
+		Curve:      backoff.Value{BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond},
+		MaxRetries: 5,
+	}}
+	var body string
+	err := retry.Do(context.Background(), policy, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
+		if err != nil {
+			return retry.Permanent(err) // a bad URL does not get better
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		switch {
+		case resp.StatusCode >= 500:
+			fmt.Println("attempt failed:", resp.Status)
+			return errors.New(resp.Status)
+		case resp.StatusCode >= 400:
+			return retry.Permanent(errors.New(resp.Status))
+		}
+		body = string(b)
+		return err
+	})
+	fmt.Println(body, err)
+	// Output:
+	// attempt failed: 503 Service Unavailable
+	// attempt failed: 503 Service Unavailable
+	// hello <nil>
+}
+
+// DoValue returns what the function returns, once it succeeds.
+func ExampleDoValue() {
+	attempts := 0
+	lookup := func(ctx context.Context) (string, error) {
+		if attempts++; attempts < 3 {
+			return "", errors.New("i/o timeout")
+		}
+		return "10.0.0.4", nil
+	}
+	policy := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Millisecond}, MaxRetries: 3}}
+	addr, err := retry.DoValue(context.Background(), policy, lookup)
+	fmt.Println(addr, err, "after", attempts, "attempts")
+	// Output:
+	// 10.0.0.4 <nil> after 3 attempts
+}
+
+// A supervisor that keeps a connection up. A dial that fails waits the
+// next wait of the curve; a connection that was up and then dropped calls
+// Reset, so the next dial waits the curve's first wait (jittered, so that a
+// fleet that lost the same broker does not reconnect in the same instant).
+// Here the context ends after the second connection.
+func ExampleLoop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	dials := 0
+	// runOnce dials and serves until the connection drops; connected says
+	// whether it got as far as serving.
+	runOnce := func(ctx context.Context) (connected bool, err error) {
+		switch dials++; dials {
+		case 1, 2, 4:
+			return false, errors.New("dial tcp 10.0.0.4:5672: connect: connection refused")
+		case 3:
+			return true, errors.New("connection reset by peer")
+		default:
+			cancel() // the process is shutting down
+			return true, nil
+		}
+	}
+
+	policy := retry.Policy{Schedule: backoff.Schedule{
+		Curve: backoff.Value{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond},
+	}}
+	loop := retry.NewLoop(policy)
+	for loop.Wait(ctx) {
+		connected, err := runOnce(ctx)
+		if connected {
+			loop.Reset()
+		}
+		if err != nil {
+			fmt.Printf("dial %d: %v\n", dials, err)
+		}
+	}
+	fmt.Println("stopped by the context:", errors.Is(loop.Err(), context.Canceled))
+	// Output:
+	// dial 1: dial tcp 10.0.0.4:5672: connect: connection refused
+	// dial 2: dial tcp 10.0.0.4:5672: connect: connection refused
+	// dial 3: connection reset by peer
+	// dial 4: dial tcp 10.0.0.4:5672: connect: connection refused
+	// stopped by the context: true
+}
+
+// Metrics hang on OnRetry: it is called once before each wait, in the
+// caller's goroutine, and never after the final attempt, so a counter of
+// retries counts retries, not failures.
+func ExamplePolicy_onRetry() {
+	var retries atomic.Int64 // say, a Prometheus counter
+	policy := retry.Policy{
+		Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 3},
+		OnRetry: func(e retry.Event) {
+			retries.Add(1)
+			fmt.Printf("attempt %d failed (%v); next in %v\n", e.Attempt, e.Err, e.Wait)
+		},
+	}
+	err := retry.Do(context.Background(), policy, func(context.Context) error { return errors.New("503") })
+	var e *retry.Error
+	errors.As(err, &e)
+	fmt.Println("retries:", retries.Load(), "attempts:", e.Attempts, "why:", e.Cause)
+	// Output:
+	// attempt 1 failed (503); next in 0s
+	// attempt 2 failed (503); next in 0s
+	// attempt 3 failed (503); next in 0s
+	// retries: 3 attempts: 4 why: backoff: no retries left
+}
+
+// A Policy is one flag (or one JSON or YAML string): flag.TextVar reads
+// its text, and String writes it back. The text is the Schedule's
+// (backoff.Schedule.UnmarshalText); Retryable, OnRetry and Logger are code
+// and are left as they were.
+func ExamplePolicy_UnmarshalText() {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var policy retry.Policy
+	fs.TextVar(&policy, "retry", retry.Policy{}, "how to retry the database")
+	fmt.Println("default:", fs.Lookup("retry").DefValue)
+
+	fs.Parse([]string{"-retry", "100ms x2 up to 5s, equal jitter, 8 retries"})
+	fmt.Println("set:", policy)
+
+	err := fs.Parse([]string{"-retry", "100ms, equal jiter"})
+	fmt.Println(err)
+	// Output:
+	// default: 200ms×2 up to 30s, full jitter
+	// set: 100ms×2 up to 5s, equal jitter, 8 retries
+	// invalid value "100ms, equal jiter" for flag -retry: backoff: policy "100ms, equal jiter": "equal jiter": want "equal jitter" (the form: "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting")
+}
+
+// The zero Policy, in its text: the default curve. Do adds its default of
+// 5 retries when no limit is set, which is Do's rule, not text.
+func ExamplePolicy_String() {
+	fmt.Println(retry.Policy{})
+	b, _ := retry.Policy{Schedule: backoff.Schedule{MaxElapsed: time.Minute}}.MarshalText()
+	fmt.Println(string(b))
+	// Output:
+	// 200ms×2 up to 30s, full jitter
+	// 200ms×2 up to 30s, full jitter, 1m0s of waiting
+}
+
+// Permanent marks an error no retry can fix, even under a Retryable that
+// would say yes, and through wrapping.
+func ExamplePermanent() {
+	attempts := 0
+	err := retry.Do(context.Background(), retry.Policy{Retryable: func(error) bool { return true }},
+		func(context.Context) error {
+			attempts++
+			return fmt.Errorf("loading config: %w", retry.Permanent(errors.New("permission denied")))
+		})
+	fmt.Println("attempts:", attempts, "permanent:", retry.IsPermanent(err))
+	// Output:
+	// attempts: 1 permanent: true
+}
+
+// After carries the wait the other end asked for. Do obeys it exactly, so
+// widen it first (here a broker asked for 2ms), as httpretry does with a
+// Retry-After; the limits still apply.
+func ExampleAfter() {
+	calls := 0
+	policy := retry.Policy{
+		Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Millisecond}, MaxRetries: 3},
+		OnRetry:  func(e retry.Event) { fmt.Println("waiting", e.Wait, "after:", e.Err) },
+	}
+	err := retry.Do(context.Background(), policy, func(context.Context) error {
+		if calls++; calls == 1 {
+			return retry.After(2*time.Millisecond, errors.New("broker: slow down"))
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// waiting 2ms after: broker: slow down
+	// <nil>
+}
+
+// Sleep is the wait for a loop of one's own over a backoff.Schedule: it
+// refuses at once a wait that would pass the context's deadline, and ends
+// early when the context does.
+func ExampleSleep() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	fmt.Println(retry.Sleep(ctx, time.Millisecond))
+	err := retry.Sleep(ctx, 2*time.Hour)
+	fmt.Println(err, errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// <nil>
+	// backoff: the next wait would end after the deadline true
+}
+
+// An Error carries the last error, the attempts, the time and why it
+// stopped, and errors.Is reaches both the last error and the cause.
+func ExampleError() {
+	refused := errors.New("dial tcp 10.0.0.4:5432: connect: connection refused")
+	var err error = &retry.Error{Err: refused, Attempts: 4, Elapsed: 7312 * time.Millisecond, Cause: backoff.ErrDeadline}
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, refused), errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// retry: giving up after 4 attempts in 7.31s (backoff: the next wait would end after the deadline): dial tcp 10.0.0.4:5432: connect: connection refused
+	// true true
+}
+
+// fetchConfig is the user's own code: it retries with retry.Do, and takes
+// no clock, no sleeper and no option for tests.
+func fetchConfig(ctx context.Context, get func(context.Context) (string, error)) (string, error) {
+	policy := retry.Policy{Schedule: backoff.Schedule{
+		Curve:      backoff.Value{BaseDelay: time.Second, MaxDelay: time.Minute, JitterMode: backoff.JitterNone},
+		MaxRetries: 3,
+	}}
+	return retry.DoValue(ctx, policy, get)
+}
+
+// Testing your own retrying code with testing/synctest: inside the bubble
+// every timer is virtual, so three retries with waits of a second, two and
+// four run in no time at all, and time.Now reports exactly what they would
+// have taken. fetchConfig needs no injected clock.
+//
+// In your code the func(t *testing.T) below is a Test function; an Example
+// has no *testing.T, so runTest hands it one.
+func Example_testWithSynctest() {
+	ok := runTest("Example_testWithSynctest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			calls := 0
+			_, err := fetchConfig(t.Context(), func(context.Context) (string, error) {
+				calls++
+				return "", errors.New("503 Service Unavailable")
+			})
+			fmt.Println(err)
+			fmt.Println("calls:", calls, "virtual time:", time.Since(start))
+			if calls != 4 || time.Since(start) != 7*time.Second {
+				t.Errorf("want 4 calls over 7s")
+			}
+		})
+	})
+	fmt.Println("passed:", ok)
+	// Output:
+	// retry: giving up after 4 attempts in 7s (backoff: no retries left): 503 Service Unavailable
+	// calls: 4 virtual time: 7s
+	// passed: true
+}
+
+// runTest runs f as a test named name, with -test.v off so that the test's
+// own framing lines stay out of the example's output, and reports whether
+// it passed. Its name is the example's, so a -run pattern that selects the
+// example selects the test.
+func runTest(name string, f func(*testing.T)) bool {
+	v := flag.Lookup("test.v").Value
+	old := v.String()
+	v.Set("false")
+	defer v.Set(old)
+	return testing.RunTests(regexp.MatchString, []testing.InternalTest{{Name: name, F: f}})
+}
