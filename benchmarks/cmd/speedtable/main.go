@@ -5,11 +5,17 @@
 // input is rounds of the whole suite, each benchmark once a round.
 // (benchstat reports the same medians, with their spread.)
 //
+// It measures nothing itself: it only reads what the benchmarks printed.
+// testdata/bench.txt is one stored run; to measure on your machine, run the
+// benchmarks first (benchmarks/README.md gives the command).
+//
 //	go run ./cmd/speedtable < testdata/bench.txt
+//	go run ./cmd/speedtable -loops < testdata/loops.txt   # the retry loops
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"log"
 	"os"
@@ -35,6 +41,8 @@ func median(xs []float64) float64 {
 }
 
 func main() {
+	loops := flag.Bool("loops", false, "print the retry-loop tables (BenchmarkRetryHappy, BenchmarkRetryTwoRetries)")
+	flag.Parse()
 	samples := map[string]*sample{}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -57,6 +65,10 @@ func main() {
 	}
 	if err := sc.Err(); err != nil {
 		log.Fatal(err)
+	}
+	if *loops {
+		printLoops(samples)
+		return
 	}
 	ns := func(name string) float64 {
 		if s := samples[name]; s != nil {
@@ -130,5 +142,76 @@ func main() {
 	for _, m := range []string{"2", "1.5", "1.0001"} {
 		a, b := ns("Attempt/mult="+m+"/attempt=7"), ns("Attempt/mult="+m+"/attempt=1099511627776")
 		fmt.Printf("| %s | %.1f | %.1f | ×%.2f |\n", m, a, b, b/a)
+	}
+}
+
+// printLoops prints the retry-loop tables: the happy path, and the cost of
+// one retry with no wait, (TwoRetries − Happy) / 2 in each round, as the
+// median over rounds. Ratios are to retry.Do's in the same round.
+func printLoops(samples map[string]*sample) {
+	rows := []struct{ key, label string }{
+		{"direct", "the operation, called directly"},
+		{"unherd-retry.Do", "**unherd/backoff `retry.Do`**"},
+		{"avast-v5.Retrier.Do", "avast/retry-go/v5 `Retrier.Do` (reused)"},
+		{"sethvargo.Do", "sethvargo/go-retry `Do`"},
+		{"cenkalti-v7.Retry", "cenkalti/backoff/v7 `Retry`"},
+		{"failsafe-go.Run", "failsafe-go `Run` (executor reused)"},
+	}
+	get := func(group, key string) *sample { return samples[group+"/"+key] }
+	perRetry := func(key string) (ns, allocs []float64) {
+		h, r := get("RetryHappy", key), get("RetryTwoRetries", key)
+		if h == nil || r == nil {
+			return nil, nil
+		}
+		for i := range min(len(h.ns), len(r.ns)) {
+			ns = append(ns, (r.ns[i]-h.ns[i])/2)
+		}
+		for i := range min(len(h.allocs), len(r.allocs)) {
+			allocs = append(allocs, (r.allocs[i]-h.allocs[i])/2)
+		}
+		return ns, allocs
+	}
+	ours, oursRetry := get("RetryHappy", "unherd-retry.Do"), []float64(nil)
+	oursRetry, _ = perRetry("unherd-retry.Do")
+	ratio := func(xs, base []float64) string {
+		var rs []float64
+		for i := range min(len(xs), len(base)) {
+			rs = append(rs, xs[i]/base[i])
+		}
+		if len(rs) == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (×%.2f)", median(rs))
+	}
+	fmt.Println("| call | happy path, ns/op (× retry.Do's) | allocs/op (B/op) | one retry with no wait, ns (× retry.Do's) | allocs per retry |")
+	fmt.Println("|---|--:|--:|--:|--:|")
+	for _, r := range rows {
+		h := get("RetryHappy", r.key)
+		if h == nil {
+			continue
+		}
+		happy := fmt.Sprintf("%.1f", median(h.ns))
+		if ours != nil && r.key != "unherd-retry.Do" {
+			happy += ratio(h.ns, ours.ns)
+		}
+		allocs := "–"
+		if len(h.allocs) > 0 {
+			allocs = fmt.Sprintf("%.0f (%.0f)", median(h.allocs), median(h.bytes))
+		}
+		retryNs, retryAllocs := perRetry(r.key)
+		retry, retryA := "–", "–"
+		if len(retryNs) > 0 {
+			retry = fmt.Sprintf("%.1f", median(retryNs))
+			if r.key != "unherd-retry.Do" {
+				retry += ratio(retryNs, oursRetry)
+			}
+		}
+		if len(retryAllocs) > 0 {
+			retryA = fmt.Sprintf("%.1f", median(retryAllocs))
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.label, happy, allocs, retry, retryA)
+	}
+	if c := samples["Clock"]; c != nil {
+		fmt.Printf("\nOne `time.Now`, which `retry.Do` reads once on its happy path for Elapsed and the deadline rule: %.1f ns.\n", median(c.ns))
 	}
 }

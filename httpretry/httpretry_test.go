@@ -1,0 +1,659 @@
+package httpretry_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/httpretry"
+	"github.com/unherd/backoff/retry"
+)
+
+// The logic runs in a testing/synctest bubble against an in-memory Base, so
+// every wait is virtual and exact; real connections are in conn_test.go.
+
+// step is one scripted answer of the in-memory server: a status (with a
+// header and a body), or a transport error.
+type step struct {
+	status     int
+	retryAfter string
+	body       string
+	err        error
+}
+
+// body is a response body that records how much of it was read and whether
+// it was closed.
+type body struct {
+	r      io.Reader
+	read   int
+	closed bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *body) Close() error { b.closed = true; return nil }
+
+// server is an in-memory Base that answers from a script, then 200 "ok",
+// recording each request, when it came, and each body it handed out.
+type server struct {
+	mu     sync.Mutex
+	t0     time.Time
+	script []step
+	reqs   []*http.Request
+	sent   []string // each request's body, as the server read it
+	at     []time.Duration
+	bodies []*body
+	onCall func(n int) // called before answering request n (from 1)
+}
+
+func newServer(script ...step) *server { return &server{t0: time.Now(), script: script} }
+
+func (s *server) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, req)
+	s.at = append(s.at, time.Since(s.t0))
+	var sent []byte
+	if req.Body != nil {
+		sent, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	s.sent = append(s.sent, string(sent))
+	n := len(s.reqs)
+	if s.onCall != nil {
+		s.onCall(n)
+	}
+	st := step{status: http.StatusOK, body: "ok"}
+	if n <= len(s.script) {
+		st = s.script[n-1]
+	}
+	if st.err != nil {
+		return nil, st.err
+	}
+	b := &body{r: strings.NewReader(st.body)}
+	s.bodies = append(s.bodies, b)
+	h := http.Header{}
+	if st.retryAfter != "" {
+		h.Set("Retry-After", st.retryAfter)
+	}
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", st.status, http.StatusText(st.status)), StatusCode: st.status,
+		Header: h, Body: b, Request: req, ContentLength: int64(len(st.body)),
+	}, nil
+}
+
+// gaps is the time between successive requests.
+func (s *server) gaps() []time.Duration {
+	var g []time.Duration
+	for i := 1; i < len(s.at); i++ {
+		g = append(g, s.at[i]-s.at[i-1])
+	}
+	return g
+}
+
+// constant waits d between attempts, exactly, up to n retries.
+func constant(d time.Duration, n int) retry.Policy {
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}}
+}
+
+func get(t *testing.T, ctx context.Context, rt http.RoundTripper) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/v1/things", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt.RoundTrip(req)
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return string(b)
+}
+
+var (
+	s503 = step{status: http.StatusServiceUnavailable, body: "overloaded"}
+	s500 = step{status: http.StatusInternalServerError, body: "oops"}
+)
+
+// TestRetriesToSuccess: 503, 500, then 200; the 200 comes back readable,
+// the two before it were drained and closed before each wait.
+func TestRetriesToSuccess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503, s500)
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+		if err != nil || resp.StatusCode != 200 || readAll(t, resp) != "ok" {
+			t.Fatalf("RoundTrip = %v, %v; want 200 ok", resp, err)
+		}
+		if len(srv.reqs) != 3 || fmt.Sprint(srv.gaps()) != "[1s 1s]" {
+			t.Fatalf("%d requests, gaps %v; want 3, a second apart", len(srv.reqs), srv.gaps())
+		}
+		for i, b := range srv.bodies[:2] {
+			if !b.closed || b.read != len([]string{"overloaded", "oops"}[i]) {
+				t.Errorf("retried body %d: read %d bytes, closed %v; want drained and closed", i, b.read, b.closed)
+			}
+		}
+	})
+}
+
+// TestDrainIsBounded: a retried body longer than the limit is read up to
+// it, then closed, not read to the end.
+func TestDrainIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(step{status: 503, body: strings.Repeat("x", 1<<20)})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if b := srv.bodies[0]; !b.closed || b.read != 64<<10 {
+			t.Fatalf("a 1 MiB retried body: read %d, closed %v; want 64 KiB read, then closed", b.read, b.closed)
+		}
+	})
+}
+
+// TestGivingUpReturnsLastResponse: out of retries on a status, RoundTrip
+// returns that last response as is, readable, with a nil error.
+func TestGivingUpReturnsLastResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503, s503, step{status: 502, body: "last one"})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 2)})
+		if err != nil || resp.StatusCode != 502 {
+			t.Fatalf("RoundTrip = %v, %v; want the 502, nil", resp, err)
+		}
+		if got := readAll(t, resp); got != "last one" || srv.bodies[2].read != len("last one") {
+			t.Fatalf("final body %q: want it unread until the caller reads it", got)
+		}
+		if !srv.bodies[0].closed || !srv.bodies[1].closed {
+			t.Fatalf("the retried bodies were not closed")
+		}
+	})
+}
+
+// TestTransportErrors: a transport error is retried; giving up on one
+// returns a *retry.Error that wraps it, and no response.
+func TestTransportErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("dial tcp 10.0.0.4:443: connect: connection refused")
+		srv := newServer(step{err: refused}, s503)
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("RoundTrip = %v, %v; want 200 after an error and a 503", resp, err)
+		}
+		readAll(t, resp)
+
+		srv = newServer(s503, step{err: refused}, step{err: refused})
+		resp, err = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 2)})
+		var e *retry.Error
+		if resp != nil || !errors.As(err, &e) || e.Err != refused || e.Attempts != 3 || !errors.Is(err, backoff.ErrMaxRetries) {
+			t.Fatalf("RoundTrip = %v, %v; want nil and a *retry.Error of 3 attempts wrapping the last error", resp, err)
+		}
+		if !srv.bodies[0].closed {
+			t.Fatalf("the 503 before the errors was not closed")
+		}
+	})
+}
+
+// TestUnfixableErrorsAreNotRetried: a bad certificate or a request the
+// transport refuses goes once.
+func TestUnfixableErrorsAreNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, bad := range []error{
+			&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}},
+			fmt.Errorf("tls: %w", x509.HostnameError{Host: "example.com", Certificate: &x509.Certificate{}}),
+			errors.New(`unsupported protocol scheme "ftp"`),
+		} {
+			srv := newServer(step{err: bad})
+			resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+			if resp != nil || !errors.Is(err, bad) || len(srv.reqs) != 1 {
+				t.Errorf("%v: %d requests, RoundTrip = %v, %v; want 1 request and the error", bad, len(srv.reqs), resp, err)
+			}
+		}
+	})
+}
+
+func TestDefaultRetryable(t *testing.T) {
+	for code := 100; code < 600; code++ {
+		want := false
+		switch code {
+		case 408, 429, 500, 502, 503, 504:
+			want = true
+		}
+		if got := httpretry.DefaultRetryable(&http.Response{StatusCode: code}, nil); got != want {
+			t.Errorf("DefaultRetryable(%d) = %v, want %v", code, got, want)
+		}
+	}
+	inner, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	<-inner.Done()
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("read: connection reset by peer"), true},
+		{io.ErrUnexpectedEOF, true},
+		{inner.Err(), true}, // an inner timeout is a fault like any other
+		{context.Canceled, true},
+		{&tls.CertificateVerificationError{Err: errors.New("expired")}, false},
+		{fmt.Errorf("dial: %w", &tls.CertificateVerificationError{Err: x509.CertificateInvalidError{Reason: x509.Expired}}), false},
+		{x509.UnknownAuthorityError{}, false},
+		{http.ErrSchemeMismatch, false},
+		{errors.New(`unsupported protocol scheme "gopher"`), false},
+		{errors.New("http: no Host in request URL"), false},
+		{errors.New("http: nil Request.URL"), false},
+		{fmt.Errorf("wrapped: %w", fmt.Errorf(`net/http: invalid method "G T"`)), false},
+	} {
+		if got := httpretry.DefaultRetryable(nil, tt.err); got != tt.want {
+			t.Errorf("DefaultRetryable(nil, %v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+	if httpretry.DefaultRetryable(nil, nil) {
+		t.Errorf("DefaultRetryable(nil, nil) = true")
+	}
+}
+
+// TestDefaultRetryableRealTransport: the errors the real transport returns
+// for a request it cannot serve are the ones DefaultRetryable refuses.
+func TestDefaultRetryableRealTransport(t *testing.T) {
+	for _, url := range []string{"ftp://example.com/x", "http:///nohost"} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = http.DefaultTransport.RoundTrip(req)
+		if err == nil || httpretry.DefaultRetryable(nil, err) {
+			t.Errorf("%s: the transport said %v; DefaultRetryable says retry", url, err)
+		}
+	}
+}
+
+// TestMethods: only what can be sent again is sent again.
+func TestMethods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			method string
+			header string
+			body   io.Reader
+			sends  int
+		}{
+			{"", "", nil, 2},
+			{http.MethodGet, "", nil, 2},
+			{http.MethodHead, "", nil, 2},
+			{http.MethodOptions, "", nil, 2},
+			{http.MethodTrace, "", nil, 2},
+			{http.MethodPut, "", strings.NewReader("v"), 2},
+			{http.MethodDelete, "", nil, 2},
+			{http.MethodPost, "", strings.NewReader("v"), 1},
+			{http.MethodPost, "", nil, 1},
+			{http.MethodPatch, "", strings.NewReader("v"), 1},
+			{http.MethodConnect, "", nil, 1},
+			{"PROPFIND", "", nil, 1},
+			{http.MethodPost, "Idempotency-Key", strings.NewReader("v"), 2},
+			{http.MethodPost, "X-Idempotency-Key", strings.NewReader("v"), 2},
+			{http.MethodPatch, "Idempotency-Key", nil, 2},
+		} {
+			srv := newServer(s503)
+			req, err := http.NewRequest(tt.method, "http://api.example/", tt.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.header != "" {
+				req.Header.Set(tt.header, "4f1c")
+			}
+			resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			if len(srv.reqs) != tt.sends {
+				t.Errorf("%q %s: sent %d times, want %d", tt.method, tt.header, len(srv.reqs), tt.sends)
+			}
+			if tt.sends == 1 && (srv.reqs[0] != req || resp.StatusCode != 503) {
+				t.Errorf("%q: a request that is not retried must reach Base untouched and its answer come back as is", tt.method)
+			}
+		}
+	})
+}
+
+// onlyReader hides every method but Read, so that no one can seek or
+// rewind it.
+type onlyReader struct{ io.Reader }
+
+// TestBodies: a body with GetBody is sent afresh on each attempt; one
+// without is sent once, whatever the method.
+func TestBodies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503, s503)
+		req, _ := http.NewRequest(http.MethodPut, "http://api.example/doc", bytes.NewReader([]byte(`{"v":1}`)))
+		resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("PUT with GetBody: %v, %v", resp, err)
+		}
+		readAll(t, resp)
+		if fmt.Sprint(srv.sent) != `[{"v":1} {"v":1} {"v":1}]` {
+			t.Fatalf("bodies sent %q, want the same body three times", srv.sent)
+		}
+
+		srv = newServer(s503)
+		req, _ = http.NewRequest(http.MethodPut, "http://api.example/doc", onlyReader{strings.NewReader("stream")})
+		if req.GetBody != nil {
+			t.Fatal("test setup: an onlyReader body got a GetBody")
+		}
+		resp, err = (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 1 {
+			t.Fatalf("PUT with an unseekable body: %d requests, %v, %v; want one, and the 503", len(srv.reqs), resp, err)
+		}
+		readAll(t, resp)
+
+		// A GetBody that fails ends it, with its error.
+		srv = newServer(s503)
+		req, _ = http.NewRequest(http.MethodPut, "http://api.example/doc", strings.NewReader("v"))
+		broken := errors.New("file gone")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, broken }
+		resp, err = (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		if resp != nil || !errors.Is(err, broken) || len(srv.reqs) != 1 {
+			t.Fatalf("GetBody failing: %d requests, %v, %v; want its error after one", len(srv.reqs), resp, err)
+		}
+	})
+}
+
+// TestRequestUnmodified: RoundTrip leaves the caller's request as it was.
+func TestRequestUnmodified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503, s503)
+		req, _ := http.NewRequest(http.MethodPut, "http://user:secret@api.example/doc?x=1", strings.NewReader("v"))
+		req.Header.Set("Idempotency-Key", "k")
+		before := *req
+		header := req.Header.Clone()
+		url := *req.URL
+		resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if req.Body != before.Body || req.Method != before.Method || req.URL != before.URL || *req.URL != url ||
+			fmt.Sprint(req.Header) != fmt.Sprint(header) || req.ContentLength != before.ContentLength || req.Context() != before.Context() {
+			t.Fatalf("RoundTrip modified the request: %+v, was %+v", req, before)
+		}
+		if srv.reqs[1] == req || srv.reqs[2] == req || srv.reqs[1] == srv.reqs[2] {
+			t.Fatalf("retries went out on the caller's request: each needs its own copy with its own body")
+		}
+	})
+}
+
+// TestRetryAfter: both forms replace the computed wait, widened by
+// AddJitter(d, max(d/2, 1s)), above MaxDelay too; on other statuses it is
+// ignored; past MaxRetryAfter the response is returned as is.
+func TestRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// An HTTP-date has whole seconds: start each date case on one.
+		date := func(d time.Duration) string {
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+			return time.Now().Add(d).UTC().Format(http.TimeFormat)
+		}
+		for _, tt := range []struct {
+			name   string
+			step   func() step
+			lo, hi time.Duration // the wait lies in [lo, hi)
+		}{
+			{"seconds", func() step { return step{status: 429, retryAfter: "4"} }, 4 * time.Second, 6 * time.Second},
+			{"one second: at least a second of spread", func() step { return step{status: 503, retryAfter: "1"} }, time.Second, 2 * time.Second},
+			{"zero", func() step { return step{status: 503, retryAfter: "0"} }, 0, time.Second},
+			{"date", func() step { return step{status: 503, retryAfter: date(10 * time.Second)} }, 10 * time.Second, 15 * time.Second},
+			{"date in the past", func() step { return step{status: 429, retryAfter: date(-time.Hour)} }, 0, time.Second},
+			{"on a 500: ignored", func() step { return step{status: 500, retryAfter: "30"} }, 10 * time.Millisecond, 10*time.Millisecond + 1},
+			{"junk: ignored", func() step { return step{status: 503, retryAfter: "soon"} }, 10 * time.Millisecond, 10*time.Millisecond + 1},
+			{"at MaxRetryAfter: obeyed", func() step { return step{status: 429, retryAfter: "60"} }, time.Minute, 90 * time.Second},
+		} {
+			seen := map[time.Duration]bool{}
+			for range 40 {
+				srv := newServer(tt.step())
+				p := constant(10*time.Millisecond, 3)
+				p.Schedule.Curve.MaxDelay = 20 * time.Millisecond
+				resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p})
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("%s: %v, %v", tt.name, resp, err)
+				}
+				readAll(t, resp)
+				if g := srv.gaps()[0]; g < tt.lo || g >= tt.hi {
+					t.Fatalf("%s: waited %v, want in [%v, %v)", tt.name, g, tt.lo, tt.hi)
+				}
+				seen[srv.gaps()[0]] = true
+			}
+			if tt.hi-tt.lo > time.Millisecond && len(seen) < 30 {
+				t.Errorf("%s: 40 clients waited %d distinct times: the wait is not spread", tt.name, len(seen))
+			}
+		}
+
+		// Past MaxRetryAfter (default a minute, before widening): not obeyed,
+		// not retried, returned with its header.
+		for _, tt := range []struct {
+			max time.Duration
+			ra  string
+		}{{0, "61"}, {-1, "3600"}, {5 * time.Second, "6"}, {0, date(2 * time.Minute)}} {
+			srv := newServer(step{status: 429, retryAfter: tt.ra, body: "slow down"})
+			start := time.Now()
+			resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), MaxRetryAfter: tt.max})
+			if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != tt.ra || len(srv.reqs) != 1 || time.Since(start) != 0 {
+				t.Fatalf("Retry-After %s, MaxRetryAfter %v: %d requests, %v, %v; want the 429 at once", tt.ra, tt.max, len(srv.reqs), resp, err)
+			}
+			if readAll(t, resp) != "slow down" {
+				t.Fatalf("the refused 429's body was not left for the caller")
+			}
+		}
+		srv := newServer(step{status: 429, retryAfter: "3600"})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), MaxRetryAfter: 2 * time.Hour})
+		if err != nil || resp.StatusCode != 200 || srv.gaps()[0] < time.Hour {
+			t.Fatalf("Retry-After 3600 under MaxRetryAfter 2h: %v, %v, gaps %v; want it obeyed", resp, err, srv.gaps())
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestDeadline: a Retry-After that the request's deadline cannot fit is not
+// waited out: the 429 comes back at once. And a curve wait that cannot be
+// followed by an attempt is not started either.
+func TestDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		srv := newServer(s503, step{status: 429, retryAfter: "3", body: "later"})
+		start := time.Now()
+		resp, err := get(t, ctx, &httpretry.Transport{Base: srv, Policy: constant(100*time.Millisecond, 5)})
+		if err != nil || resp.StatusCode != 429 || time.Since(start) != 100*time.Millisecond || ctx.Err() != nil {
+			t.Fatalf("RoundTrip = %v, %v after %v; want the 429 at 100ms, before the deadline", resp, err, time.Since(start))
+		}
+		if readAll(t, resp) != "later" {
+			t.Fatalf("the 429's body was not left readable")
+		}
+
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv = newServer(s503, s503)
+		srv.onCall = func(int) { time.Sleep(400 * time.Millisecond) } // each attempt takes 400ms
+		resp, err = get(t, ctx, &httpretry.Transport{Base: srv, Policy: constant(300*time.Millisecond, 5)})
+		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 1 {
+			t.Fatalf("slow attempts: %d requests, %v, %v; want the first 503 back, no wait of 300ms that leaves 300ms for a 400ms attempt", len(srv.reqs), resp, err)
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestCancelMidWait: the context ends during a wait: an error naming the
+// last status, with the cause in its chain; every body closed.
+func TestCancelMidWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cause := errors.New("user went away")
+		time.AfterFunc(1500*time.Millisecond, func() { cancel(cause) })
+		srv := newServer(s503, s503, s503)
+		resp, err := get(t, ctx, &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+		if resp != nil || !errors.Is(err, cause) || !strings.Contains(err.Error(), "503 Service Unavailable") {
+			t.Fatalf("RoundTrip = %v, %v; want nil and an error naming the 503 with the cause", resp, err)
+		}
+		for i, b := range srv.bodies {
+			if !b.closed {
+				t.Errorf("body %d left open", i)
+			}
+		}
+	})
+}
+
+// TestContextDone: before the first attempt, Base is not called and the
+// body is closed; during an attempt, the answer comes back as is, and
+// Retryable is not asked.
+func TestContextDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		srv := newServer()
+		b := &body{r: strings.NewReader("v")}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://api.example/", b)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("v")), nil }
+		resp, err := (&httpretry.Transport{Base: srv}).RoundTrip(req)
+		if resp != nil || !errors.Is(err, context.Canceled) || len(srv.reqs) != 0 || !b.closed {
+			t.Fatalf("done context: %d requests, %v, %v, body closed %v; want none, the cause, and the body closed", len(srv.reqs), resp, err, b.closed)
+		}
+
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		srv = newServer(s503)
+		srv.onCall = func(int) { cancel() }
+		asked := 0
+		tr := &httpretry.Transport{Base: srv, Retryable: func(*http.Response, error) bool { asked++; return true }}
+		resp, err = get(t, ctx, tr)
+		if err != nil || resp.StatusCode != 503 || asked != 0 || len(srv.reqs) != 1 {
+			t.Fatalf("cancelled during the attempt: %v, %v, Retryable asked %d times; want the 503 as is, not asked", resp, err, asked)
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestRetryableDecides: the Transport's Retryable replaces the default, and
+// Policy.Retryable is never consulted.
+func TestRetryableDecides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(step{status: 404}, step{status: 404})
+		p := constant(time.Second, 5)
+		p.Retryable = func(error) bool { t.Fatal("Policy.Retryable was consulted"); return false }
+		tr := &httpretry.Transport{Base: srv, Policy: p, Retryable: func(resp *http.Response, err error) bool {
+			return err == nil && resp.StatusCode == 404 // eventually consistent reads
+		}}
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || resp.StatusCode != 200 || len(srv.reqs) != 3 {
+			t.Fatalf("%d requests, %v, %v; want 404s retried to the 200", len(srv.reqs), resp, err)
+		}
+		readAll(t, resp)
+		srv = newServer(s503)
+		resp, _ = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p, Retryable: func(*http.Response, error) bool { return false }})
+		if resp.StatusCode != 503 || len(srv.reqs) != 1 {
+			t.Fatalf("Retryable says no: %d requests", len(srv.reqs))
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestHooksAndLogs: OnRetry sees the status line; the logger gets the
+// method and the URL without its password, never the password itself.
+func TestHooksAndLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log bytes.Buffer
+		var events []string
+		p := constant(time.Second, 5)
+		p.OnRetry = func(e retry.Event) { events = append(events, e.Err.Error()) }
+		p.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		refused := errors.New("connection refused")
+		srv := newServer(s503, step{status: 429, retryAfter: "2"}, step{err: refused})
+		req, _ := http.NewRequest(http.MethodGet, "https://alice:hunter2@api.example/v1?token=x", nil)
+		resp, err := (&httpretry.Transport{Base: srv, Policy: p}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if want := "[503 Service Unavailable 429 Too Many Requests connection refused]"; fmt.Sprint(events) != want {
+			t.Errorf("OnRetry saw %v, want %v", events, want)
+		}
+		if strings.Contains(log.String(), "hunter2") {
+			t.Errorf("the password reached the log:\n%s", log.String())
+		}
+		if n := strings.Count(log.String(), `url="https://alice:xxxxx@api.example/v1?token=x"`); n != 3 || strings.Count(log.String(), "method=GET") != 3 {
+			t.Errorf("want 3 records naming the method and the redacted URL:\n%s", log.String())
+		}
+	})
+}
+
+// TestNoGoroutineLeft: RoundTrip starts none, on any path.
+func TestNoGoroutineLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := runtime.NumGoroutine()
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(1500*time.Millisecond, cancel)
+		srv := newServer(s503, s503, s503)
+		peak := 0
+		srv.onCall = func(int) { peak = max(peak, runtime.NumGoroutine()) }
+		get(t, ctx, &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+		srv = newServer(s503)
+		resp, _ := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
+		readAll(t, resp)
+		synctest.Wait()
+		if peak > base+1 || runtime.NumGoroutine() > base+1 { // +1: the AfterFunc's, until it has run
+			t.Errorf("goroutines: %d before, %d at most during, %d after", base, peak, runtime.NumGoroutine())
+		}
+	})
+}
+
+// TestZeroTransport: nil Base is http.DefaultTransport; the zero Policy
+// retries 5 times.
+func TestZeroTransport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503, s503, s503, s503, s503, s503, s503)
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv})
+		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 6 {
+			t.Fatalf("zero Policy: %d requests, %v, %v; want 6 and the last 503", len(srv.reqs), resp, err)
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestAllocs: a request that succeeds at once allocates nothing beyond what
+// Base does; a Policy.OnRetry costs one closure.
+func TestAllocs(t *testing.T) {
+	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return okResponse, nil })
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+	bare := testing.AllocsPerRun(100, func() { ok.RoundTrip(req) })
+	plain := &httpretry.Transport{Base: ok}
+	hooked := &httpretry.Transport{Base: ok, Policy: retry.Policy{OnRetry: func(retry.Event) {}}}
+	if n := testing.AllocsPerRun(100, func() { plain.RoundTrip(req) }); n != bare {
+		t.Errorf("RoundTrip, succeeding at once: %v allocations, Base alone %v", n, bare)
+	}
+	if n := testing.AllocsPerRun(100, func() { hooked.RoundTrip(req) }); n > bare+1 {
+		t.Errorf("RoundTrip with OnRetry set: %v allocations, Base alone %v; want at most one more", n, bare)
+	}
+}
+
+var okResponse = &http.Response{StatusCode: 200, Body: http.NoBody}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
