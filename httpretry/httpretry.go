@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -258,11 +260,25 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 				return nil
 			}
 			rt.last = se
-			return retry.After(backoff.AddJitter(d, max(d/2, time.Second)), se)
+			return retry.After(widen(d, rt.t.Policy.Schedule.Rand), se)
 		}
 	}
 	rt.last = se
 	return se
+}
+
+// widen spreads a server's wait d as benchmarks/README.md measured: plus a
+// draw from [0, max(d/2, 1s)), backoff.AddJitter(d, max(d/2, time.Second)).
+// With r set (Policy.Schedule.Rand) the draw comes from r, so that a seeded
+// sequence is reproducible whole. Near math.MaxInt64 the extra is drawn from
+// what is left, as AddJitter does: the sum never wraps.
+func widen(d time.Duration, r *rand.Rand) time.Duration {
+	spread := max(d/2, time.Second)
+	if r == nil {
+		return backoff.AddJitter(d, spread)
+	}
+	extra := min(spread-1, math.MaxInt64-d) // the largest extra; d ≥ 0, as ParseRetryAfter returns it
+	return d + time.Duration(r.Int64N(int64(extra)+1))
 }
 
 // retryable asks the Transport's Retryable, or DefaultRetryable.

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"strings"
@@ -657,3 +659,43 @@ var okResponse = &http.Response{StatusCode: 200, Body: http.NoBody}
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestRetryAfterSeeded: with Policy.Schedule.Rand set, the widened wait is
+// drawn from it, so a seeded run repeats; near MaxInt64 it does not wrap.
+func TestRetryAfterSeeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		run := func(ra string, maxRA time.Duration) []time.Duration {
+			srv := newServer(step{status: 429, retryAfter: ra}, step{status: 503, retryAfter: ra})
+			p := constant(time.Second, 5)
+			p.Schedule.Rand = rand.New(rand.NewPCG(7, 7))
+			resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p, MaxRetryAfter: maxRA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			return srv.gaps()
+		}
+		a, b := run("10", 0), run("10", 0)
+		if fmt.Sprint(a) != fmt.Sprint(b) || a[0] == a[1] {
+			t.Fatalf("seeded runs waited %v and %v: want the same, drawn, waits", a, b)
+		}
+		for _, g := range a {
+			if g < 10*time.Second || g >= 15*time.Second {
+				t.Fatalf("seeded wait %v, want in [10s, 15s)", g)
+			}
+		}
+	})
+	// The widening itself, at the top of the range, through the Transport:
+	// a Retry-After that saturates is refused by any limit, never wrapped.
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(step{status: 429, retryAfter: "99999999999999999999"})
+		p := constant(time.Second, 5)
+		p.Schedule.Rand = rand.New(rand.NewPCG(1, 1))
+		p.Schedule.MaxElapsed = time.Hour
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p, MaxRetryAfter: math.MaxInt64})
+		if err != nil || resp.StatusCode != 429 || len(srv.reqs) != 1 {
+			t.Fatalf("a saturated Retry-After under MaxElapsed: %v, %v; want the 429 at once", resp, err)
+		}
+		readAll(t, resp)
+	})
+}
