@@ -266,7 +266,8 @@ func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
 //	       | ("additive" | "symmetric") " jitter " fraction | "no jitter"
 //
 // It is lenient where nothing can be mistaken: any case; any white space
-// around words, numbers and commas; "x" or "*" for "×"; durations as
+// around words, numbers and commas, and between a number and its unit
+// ("100 ms", "1 m 30 s"); "x" or "*" for "×"; durations as
 // [time.ParseDuration] reads them, with units in any case ("100MS" is
 // 100ms, "1M" a minute); numbers as [strconv.ParseFloat] reads them. An
 // omitted multiplier is 2, an omitted ceiling is none, an omitted jitter is
@@ -278,7 +279,10 @@ func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
 // number ≥ 1 (+Inf is one), an additive or symmetric fraction missing or
 // outside [0, 1],
 // a clause given twice, or text left over is an error that quotes the part
-// it could not read and shows the form; v is then left unchanged.
+// it could not read and shows the form; v is then left unchanged. A jitter
+// where the curve should be ("full jitter" alone) is an error that says the
+// curve is missing, and a near miss of a jitter's name ("ful", "jiter") one
+// that names the word meant.
 //
 // Reading what MarshalText wrote gives a Value with the same String and the
 // same Bounds at every attempt, for every Value.
@@ -382,7 +386,46 @@ func tokenize(text string) []token {
 		}
 	}
 	flush(len(text))
-	return toks
+	return joinUnits(toks)
+}
+
+// joinUnits reads a number followed by a duration unit as one duration, so
+// that "100 ms" and "1 m 30 s" read as "100ms" and "1m30s" do; the token
+// keeps the text between, to quote it as written.
+func joinUnits(toks []token) []token {
+	out := toks[:0]
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if _, err := strconv.ParseFloat(t.s, 64); err == nil {
+			for i+1 < len(toks) && isUnit(toks[i+1].s) {
+				n := toks[i+1]
+				t.s = t.s + n.s // "100" "ms" → "100ms"
+				i++
+				if i+2 < len(toks) && isNumber(toks[i+1].s) && isUnit(toks[i+2].s) {
+					t.s += toks[i+1].s // "1m" "30" "s" → "1m30s"
+					i++
+					continue
+				}
+				break
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// isUnit reports whether s is a unit time.ParseDuration reads, in any case.
+func isUnit(s string) bool {
+	switch strings.ToLower(s) {
+	case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		return true
+	}
+	return false
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // parsePolicy reads one line of policy text: a Value's, or with schedule
@@ -441,6 +484,9 @@ func (p *policyParser) curve(v *Value) error {
 	}
 	d, err := p.duration(base, "a base wait such as 100ms, or \"no wait\"")
 	if err != nil {
+		if hint := p.jitterFirst(t); hint != nil {
+			return hint
+		}
 		return err
 	}
 	v.BaseDelay, v.Multiplier = d, 2
@@ -505,6 +551,9 @@ func (p *policyParser) jitter(v *Value) error {
 		}
 	}
 	if !known {
+		if m, ok := nearJitter(name.s); ok {
+			return p.errorf("unknown word %q: did you mean %q? (a jitter is full, equal, decorrelated, additive, symmetric or no jitter)", name.s, m)
+		}
 		return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive, symmetric or no jitter)%s", name.s, p.limitsHint())
 	}
 	if w, ok := p.peek(); !ok || !isWord(w.s, "jitter") {
@@ -618,6 +667,97 @@ func (p *policyParser) errorf(format string, args ...any) error {
 		form = scheduleForm
 	}
 	return fmt.Errorf("backoff: policy %q: %s (the form: %q)", p.text, fmt.Sprintf(format, args...), form)
+}
+
+// jitterFirst is the error for text that starts with a jitter, or a word
+// near one, where the curve should be ("full jitter", "ful jiter"): it says
+// the curve is missing, and names what is misspelt. It returns nil when the
+// first word is not a jitter's.
+func (p *policyParser) jitterFirst(first token) error {
+	name, exact := strings.ToLower(first.s), true
+	if !isJitterName(name) {
+		m, ok := nearJitter(first.s)
+		if !ok {
+			return nil
+		}
+		name, exact = m, false
+	}
+	var misspelt []string
+	if !exact {
+		misspelt = append(misspelt, fmt.Sprintf("%q for %q", first.s, name))
+	}
+	if w, ok := p.peek(); ok && !isWord(w.s, "jitter") && near(strings.ToLower(w.s), "jitter") {
+		misspelt = append(misspelt, fmt.Sprintf("%q for \"jitter\"", w.s))
+	}
+	msg := fmt.Sprintf("the curve is missing: a policy starts with a base wait such as 100ms (or \"no wait\"), and the jitter follows it after a comma, as in \"100ms, %s jitter\"", name)
+	if len(misspelt) > 0 {
+		msg += "; misspelt: " + strings.Join(misspelt, ", ")
+	}
+	return p.errorf("%s", msg)
+}
+
+// isJitterName reports whether s (in lower case) names a jitter clause's
+// first word.
+func isJitterName(s string) bool {
+	if s == "no" {
+		return true
+	}
+	for m, name := range modeNames {
+		if JitterMode(m) != JitterNone && s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// nearJitter returns the jitter name s is a near miss of: one or two
+// letters added, dropped or changed ("ful", "equl", "decorelated").
+func nearJitter(s string) (string, bool) {
+	s = strings.ToLower(s)
+	for m, name := range modeNames {
+		if JitterMode(m) != JitterNone && near(s, name) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// near reports whether a and b differ, by at most two edits for words of
+// five letters or more and one for shorter ones. Equal words are not near.
+func near(a, b string) bool {
+	if a == b {
+		return false
+	}
+	limit := 1
+	if len(b) >= 5 {
+		limit = 2
+	}
+	return editDistance(a, b, limit) <= limit
+}
+
+// editDistance is the Levenshtein distance between a and b, or limit+1
+// once it is sure to be more than limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // isWord reports whether s is the word w, in any case.

@@ -1692,6 +1692,11 @@ func TestPolicyTextAccepted(t *testing.T) {
 		{"no wait", "no wait, full jitter"},
 		{"NO WAIT, no jitter", "no wait, no jitter"},
 		{"no wait, additive jitter 0.5", "no wait, additive jitter 0.5"},
+		{"100 ms", "100ms×2 uncapped, full jitter"},
+		{"100 ms x 2 up to 30 s", "100ms×2 up to 30s, full jitter"},
+		{"1 m 30 s ×3 up to 1 H", "1m30s×3 up to 1h0m0s, full jitter"},
+		{"1.5 s×1.5", "1.5s×1.5 uncapped, full jitter"},
+		{"500 µs up to 2 ms", "500µs×2 up to 2ms, full jitter"},
 	}
 	for _, tt := range tests {
 		v := Value{BaseDelay: 7, MaxDelay: 9, Multiplier: 5, Jitter: 0.7, JitterMode: JitterEqual}
@@ -1712,6 +1717,8 @@ func TestPolicyTextAccepted(t *testing.T) {
 		{"100ms,5 retries,90S of waiting", "100ms×2 uncapped, full jitter, 5 retries, 1m30s of waiting"},
 		{"no wait, 2 retries", "no wait, full jitter, 2 retries"},
 		{"100ms, +7 retries", "100ms×2 uncapped, full jitter, 7 retries"},
+		{"100ms, 5 retry", "100ms×2 uncapped, full jitter, 5 retries"},
+		{"100 ms, 1 m 30 s of waiting, 2 retries", "100ms×2 uncapped, full jitter, 2 retries, 1m30s of waiting"},
 	}
 	for _, tt := range schedules {
 		var s Schedule
@@ -1748,7 +1755,18 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"0s", `"0s" is not a duration above zero`},
 		{"-1s", `"-1s" is not a duration above zero`},
 		{"fast", `"fast" is not a duration`},
-		{"no", `"no" is not a duration`},
+		{"no", `the curve is missing`},
+		{"full jitter", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the jitter follows it after a comma, as in "100ms, full jitter"`},
+		{"full jiter", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the jitter follows it after a comma, as in "100ms, full jitter"; misspelt: "jiter" for "jitter"`},
+		{"ful jitter, 3 retries", `as in "100ms, full jitter"; misspelt: "ful" for "full"`},
+		{"Equl jittr", `as in "100ms, equal jitter"; misspelt: "Equl" for "equal", "jittr" for "jitter"`},
+		{"decorelated", `misspelt: "decorelated" for "decorrelated"`},
+		{"no jitter", `as in "100ms, no jitter"`},
+		{"symetric jitter 0.2", `as in "100ms, symmetric jitter"; misspelt: "symetric" for "symmetric"`},
+		{"100ms, ful jitter", `unknown word "ful": did you mean "full"?`},
+		{"100ms, aditive jitter 0.2", `unknown word "aditive": did you mean "additive"?`},
+		{"100 zz", `"100" is not a duration`},
+		{"100 ms ms", `cannot read "ms"`},
 		{"100ms×0.5", `multiplier "0.5"`},
 		{"100ms×0", `multiplier "0"`},
 		{"100ms×-2", `multiplier "-2"`},
@@ -1820,13 +1838,14 @@ func TestPolicyTextRejected(t *testing.T) {
 			t.Errorf("Value.UnmarshalText(%q) = %v, %v, want an error containing %q and the Value unchanged", tt.in, v, err, tt.contains)
 		}
 	}
-	// An unknown word: a Schedule's error names its limits too, a Value's not.
+	// An unknown word, near no jitter's name: a Schedule's error names its
+	// limits too, a Value's not.
 	var sch Schedule
-	if err := sch.UnmarshalText([]byte("100ms, fulll jitter")); err == nil || !strings.Contains(err.Error(), `"N retries" or "D of waiting"`) {
+	if err := sch.UnmarshalText([]byte("100ms, banana jitter")); err == nil || !strings.Contains(err.Error(), `"N retries" or "D of waiting"`) {
 		t.Errorf("Schedule.UnmarshalText(unknown word) = %v, want the limits named", err)
 	}
 	var val Value
-	if err := val.UnmarshalText([]byte("100ms, fulll jitter")); err == nil || strings.Contains(err.Error(), "retries") {
+	if err := val.UnmarshalText([]byte("100ms, banana jitter")); err == nil || strings.Contains(err.Error(), "retries") {
 		t.Errorf("Value.UnmarshalText(unknown word) = %v, want no Schedule limits named", err)
 	}
 	// The limits are a Schedule's, not a Value's.

@@ -219,8 +219,9 @@ func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil 
 //
 // where value is the form [Value.UnmarshalText] reads, with its lenient
 // spellings; the clauses after the curve (jitter, retries, waiting) come in
-// any order, each at most once, and "1 retry" is also read. Omitted limits
-// are none. "0 retries", a waiting limit that is not a duration above zero,
+// any order, each at most once. The retries clause is a whole number ≥ 1
+// and "retries" or "retry", whichever the number ("1 retries" and "5 retry"
+// are read too). Omitted limits are none. "0 retries", a waiting limit that is not a duration above zero,
 // and everything Value.UnmarshalText rejects are errors that quote the part
 // that could not be read, and leave s unchanged.
 //
