@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
 )
 
 // The migration table: for each peer policy, the Schedule that matches it,
@@ -544,3 +546,69 @@ func migrationTable(short bool) string {
 	}
 	return b.String()
 }
+
+// TestMigrationRetryAfter: cenkalti/backoff v7's RetryAfter(d, err) and
+// our After(d, err) (Schedule.Override) both make the next wait d, but v7
+// then restarts its curve, where Override keeps it: after a curve of 10ms
+// doubling, a RetryAfter of 1s on the second failure, v7 waits
+// [10ms 1s 10ms 20ms] and we wait [10ms 1s 20ms 40ms]. Both run for real,
+// in virtual time.
+func TestMigrationRetryAfter(t *testing.T) {
+	fault := errors.New("fault")
+	// gaps runs op (its calls fail as errs says, then succeed) and returns
+	// the time between successive calls.
+	gaps := func(run func(op func() error)) []time.Duration {
+		var out []time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			var last time.Time
+			calls := 0
+			run(func() error {
+				if calls > 0 {
+					out = append(out, time.Since(last))
+				}
+				last = time.Now()
+				calls++
+				switch calls {
+				case 1, 3, 4:
+					return fault
+				case 2:
+					return errRetryAfter
+				}
+				return nil
+			})
+		})
+		return out
+	}
+	v7 := gaps(func(op func() error) {
+		b := cenkaltiv7.NewExponentialBackOff()
+		b.InitialInterval, b.Multiplier, b.RandomizationFactor, b.MaxInterval = 10*time.Millisecond, 2, 0, time.Hour
+		cenkaltiv7.Retry(context.Background(), func() (struct{}, error) {
+			err := op()
+			if err == errRetryAfter {
+				err = cenkaltiv7.RetryAfter(time.Second, fault)
+			}
+			return struct{}{}, err
+		}, cenkaltiv7.WithBackOff(b))
+	})
+	ours := gaps(func(op func() error) {
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: 10 * time.Millisecond, JitterMode: backoff.JitterNone}, MaxRetries: 10}}
+		retry.Do(context.Background(), p, func(context.Context) error {
+			err := op()
+			if err == errRetryAfter {
+				err = retry.After(time.Second, fault)
+			}
+			return err
+		})
+	})
+	if got, want := fmt.Sprint(v7), "[10ms 1s 10ms 20ms]"; got != want {
+		t.Errorf("cenkalti v7 with RetryAfter(1s) waited %s, want %s: its restart after RetryAfter changed", got, want)
+	}
+	if got, want := fmt.Sprint(ours), "[10ms 1s 20ms 40ms]"; got != want {
+		t.Errorf("retry.After(1s) waited %s, want %s: the curve must go on where it was", got, want)
+	}
+	if testing.Verbose() {
+		fmt.Printf("after a RetryAfter/After of 1s on the second failure: cenkalti v7 %v, ours %v\n", v7, ours)
+	}
+}
+
+var errRetryAfter = errors.New("retry after")

@@ -192,7 +192,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		p.OnRetry = func(e retry.Event) { drain(e); onRetry(e) }
 	}
 	if p.Logger != nil {
-		p.Logger = p.Logger.With(slog.String("method", method(req)), slog.String("url", req.URL.Redacted()))
+		p.Logger = slog.New(&requestHandler{p.Logger.Handler(), req})
 	}
 	err := retry.Do(req.Context(), p, rt.attempt)
 	switch {
@@ -320,6 +320,27 @@ func (e *statusError) Error() string {
 	}
 	code := e.resp.StatusCode
 	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
+
+// requestHandler adds the request's method and URL, password redacted, to
+// each record, when a record is written: Logger.With would format them on
+// every request, including the many that log nothing.
+type requestHandler struct {
+	slog.Handler
+	req *http.Request
+}
+
+func (h *requestHandler) Handle(ctx context.Context, r slog.Record) error {
+	r.AddAttrs(slog.String("method", method(h.req)), slog.String("url", h.req.URL.Redacted()))
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *requestHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &requestHandler{h.Handler.WithAttrs(attrs), h.req}
+}
+
+func (h *requestHandler) WithGroup(name string) slog.Handler {
+	return &requestHandler{h.Handler.WithGroup(name), h.req}
 }
 
 func method(req *http.Request) string {

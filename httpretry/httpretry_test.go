@@ -652,6 +652,30 @@ func TestAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { hooked.RoundTrip(req) }); n > bare+1 {
 		t.Errorf("RoundTrip with OnRetry set: %v allocations, Base alone %v; want at most one more", n, bare)
 	}
+	logged := &httpretry.Transport{Base: ok, Policy: retry.Policy{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	if n := testing.AllocsPerRun(100, func() { logged.RoundTrip(req) }); n > bare+2 {
+		t.Errorf("RoundTrip with a Logger: %v allocations, Base alone %v; want at most two more", n, bare)
+	}
+}
+
+// TestLoggerGroupsAndAttrs: the method and URL reach a logger that has its
+// own attributes and groups, once a record is written, and only then.
+func TestLoggerGroupsAndAttrs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log bytes.Buffer
+		p := constant(time.Second, 5)
+		p.Logger = slog.New(slog.NewTextHandler(&log, nil)).With("service", "billing").WithGroup("retry")
+		srv := newServer(s503)
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		line := log.String()
+		if !strings.Contains(line, "service=billing") || !strings.Contains(line, "retry.method=GET") || !strings.Contains(line, "retry.url=http://api.example/v1/things") || !strings.Contains(line, "retry.attempt=1") {
+			t.Fatalf("log line %q: want the logger's own attribute, and method, url and attempt in its group", line)
+		}
+	})
 }
 
 var okResponse = &http.Response{StatusCode: 200, Body: http.NoBody}

@@ -66,6 +66,105 @@ func ExampleDo() {
 	// hello <nil>
 }
 
+// fetch is the README's first example, whole: GET url, retrying network
+// errors, 5xx and 429 (as the server's Retry-After asks, spread), and not
+// retrying what cannot get better.
+func fetch(ctx context.Context, url string) ([]byte, error) {
+	return retry.DoValue(ctx, retry.Policy{}, func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, retry.Permanent(err) // a bad URL does not get better
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err // the network: worth another attempt
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+			err = errors.New(resp.Status)
+			if d, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				err = retry.After(backoff.AddJitter(d, max(d/2, time.Second)), err) // the server's word, spread
+			}
+			return nil, err
+		case resp.StatusCode >= 400:
+			return nil, retry.Permanent(errors.New(resp.Status))
+		}
+		return body, err
+	})
+}
+
+// fetch under a deadline, against a server that answers 429 with
+// "Retry-After: 30": the wait cannot fit in the 10s left, so fetch returns
+// the 429 at once, not a bare context.DeadlineExceeded 10s later. Then the
+// server recovers.
+func Example_fetch() {
+	var calls atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer server.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := fetch(ctx, server.URL)
+	var e *retry.Error
+	errors.As(err, &e)
+	fmt.Println(e.Err, "|", e.Cause)
+	fmt.Println("at once:", time.Since(start) < time.Second, "| a deadline error too:", errors.Is(err, context.DeadlineExceeded))
+
+	body, err := fetch(ctx, server.URL)
+	fmt.Println(string(body), err)
+	// Output:
+	// 429 Too Many Requests | backoff: the next wait would end after the deadline
+	// at once: true | a deadline error too: true
+	// hello <nil>
+}
+
+// A loop of one's own over a backoff.Schedule, with Sleep as its wait: a
+// consumer that polls a queue, backs off while it is empty, and starts the
+// curve over when a message arrives. Schedule.Err says which limit ended it.
+func Example_scheduleLoop() {
+	polls := 0
+	poll := func(ctx context.Context) (string, error) { // the caller's own attempt
+		if polls++; polls%3 != 0 {
+			return "", errors.New("queue empty")
+		}
+		return fmt.Sprintf("message %d", polls/3), nil
+	}
+
+	ctx := context.Background()
+	s := backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}, MaxRetries: 4}
+	for handled := 0; handled < 2; {
+		msg, err := poll(ctx)
+		if err == nil {
+			fmt.Println("handled", msg)
+			handled++
+			s.Reset() // a success: the next wait is the curve's first again
+			continue
+		}
+		wait, ok := s.Next()
+		if !ok {
+			fmt.Printf("giving up (%v): %v\n", s.Err(), err)
+			return
+		}
+		if serr := retry.Sleep(ctx, wait); serr != nil { // ctx ended, or its deadline is too near
+			fmt.Printf("%v; last error: %v\n", serr, err)
+			return
+		}
+	}
+	// Output:
+	// handled message 1
+	// handled message 2
+}
+
 // DoValue returns what the function returns, once it succeeds.
 func ExampleDoValue() {
 	attempts := 0
@@ -283,14 +382,17 @@ func Example_testWithSynctest() {
 	// passed: true
 }
 
-// runTest runs f as a test named name, with -test.v off so that the test's
-// own framing lines stay out of the example's output, and reports whether
+// runTest runs f once as a test named name, with -test.v off so that the
+// test's own framing lines stay out of the example's output (and -test.count
+// at 1, since the example itself is what -count repeats), and reports whether
 // it passed. Its name is the example's, so a -run pattern that selects the
 // example selects the test.
 func runTest(name string, f func(*testing.T)) bool {
-	v := flag.Lookup("test.v").Value
-	old := v.String()
-	v.Set("false")
-	defer v.Set(old)
+	for name, value := range map[string]string{"test.v": "false", "test.count": "1"} {
+		f := flag.Lookup(name).Value
+		old := f.String()
+		f.Set(value)
+		defer f.Set(old)
+	}
 	return testing.RunTests(regexp.MatchString, []testing.InternalTest{{Name: name, F: f}})
 }

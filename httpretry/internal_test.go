@@ -1,0 +1,52 @@
+package httpretry
+
+import (
+	"bytes"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRequestHandlerDerived: a logger derived from the request's, with With
+// or WithGroup, still names the method and the URL.
+func TestRequestHandlerDerived(t *testing.T) {
+	var buf bytes.Buffer
+	req, _ := http.NewRequest(http.MethodDelete, "http://bob:pw@api.example/x", nil)
+	l := slog.New(&requestHandler{slog.NewTextHandler(&buf, nil), req})
+	l.With("k", "v").WithGroup("g").Info("hello", "n", 1)
+	if got := buf.String(); !strings.Contains(got, "k=v") || !strings.Contains(got, "g.n=1") ||
+		!strings.Contains(got, "g.method=DELETE") || !strings.Contains(got, "g.url=http://bob:xxxxx@api.example/x") {
+		t.Fatalf("derived logger wrote %q", got)
+	}
+}
+
+// TestWiden: the spread of a server's wait, with and without a seeded source,
+// at the bottom, the middle and the top of the range.
+func TestWiden(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Second, 10 * time.Second, time.Hour, 1<<62 + 1<<61, 1<<63 - 2, 1<<63 - 1} {
+		spread := max(d/2, time.Second)
+		for range 200 {
+			for _, w := range []time.Duration{widen(d, nil), widen(d, newRand())} {
+				if w < d || (w-d >= spread && w != 1<<63-1) || w < 0 {
+					t.Fatalf("widen(%v) = %v, want in [d, d+%v) and never past math.MaxInt64", d, w, spread)
+				}
+			}
+		}
+	}
+	// Near math.MaxInt64, the extra is drawn from what is left, not piled
+	// on the bound.
+	top := time.Duration(1<<63 - 1 - 10)
+	seen := map[time.Duration]bool{}
+	r := newRand()
+	for range 1000 {
+		seen[widen(top, r)] = true
+	}
+	if len(seen) != 11 {
+		t.Fatalf("widen(MaxInt64−10) drew %d distinct waits, want all 11 of [d, MaxInt64]", len(seen))
+	}
+}
+
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(3, 4)) }
