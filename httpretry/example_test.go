@@ -135,11 +135,11 @@ func ExampleDefaultRetryable() {
 // at 1, since the example itself is what -count repeats), and reports whether
 // it passed: an Example has no *testing.T to hand to synctest.Test.
 func runTest(name string, f func(*testing.T)) bool {
-	for name, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		f := flag.Lookup(name).Value
-		old := f.String()
-		f.Set(value)
-		defer f.Set(old)
+	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
+		fv := flag.Lookup(flagName).Value
+		old := fv.String()
+		fv.Set(value)
+		defer fv.Set(old)
 	}
 	return testing.RunTests(regexp.MatchString, []testing.InternalTest{{Name: name, F: f}})
 }

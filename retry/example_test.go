@@ -388,11 +388,11 @@ func Example_testWithSynctest() {
 // it passed. Its name is the example's, so a -run pattern that selects the
 // example selects the test.
 func runTest(name string, f func(*testing.T)) bool {
-	for name, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		f := flag.Lookup(name).Value
-		old := f.String()
-		f.Set(value)
-		defer f.Set(old)
+	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
+		fv := flag.Lookup(flagName).Value
+		old := fv.String()
+		fv.Set(value)
+		defer fv.Set(old)
 	}
 	return testing.RunTests(regexp.MatchString, []testing.InternalTest{{Name: name, F: f}})
 }
