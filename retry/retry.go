@@ -389,20 +389,12 @@ func Permanent(err error) error {
 }
 
 // IsPermanent reports whether err, or any error in its chain (through %w
-// and [errors.Join]), was marked by [Permanent]: errors.Is(err, mark), for
-// a mark only Permanent makes. An error whose Is method claims that mark
-// counts too. It does not allocate.
+// and [errors.Join]), was marked by [Permanent]. It does not allocate.
 func IsPermanent(err error) bool {
 	for err != nil {
 		switch e := err.(type) {
 		case *permanentError:
 			return true
-		case interface{ Is(error) bool }:
-			if e.Is(errPermanent) {
-				return true
-			}
-		}
-		switch e := err.(type) {
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
@@ -419,17 +411,14 @@ func IsPermanent(err error) bool {
 	return false
 }
 
-// errPermanent is the mark every permanentError matches with errors.Is. It
-// is unexported, so nothing else can be it; IsPermanent walks the chain
-// itself rather than call errors.Is, whose check that the target is
-// comparable costs more than the walk.
-var errPermanent = errors.New("retry: permanent")
-
+// permanentError is Permanent's mark. IsPermanent finds it by its type,
+// walking the chain itself: errors.As would allocate its target, and
+// errors.Is (against a sentinel) checks the target's comparability on every
+// call, which costs more than the walk.
 type permanentError struct{ err error }
 
-func (e *permanentError) Error() string        { return e.err.Error() }
-func (e *permanentError) Unwrap() error        { return e.err }
-func (e *permanentError) Is(target error) bool { return target == errPermanent }
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
 
 // After says that the other end named the wait before the next attempt, d:
 // a Retry-After, a broker's backpressure signal. Do replaces the next

@@ -760,8 +760,8 @@ func TestAllocs(t *testing.T) {
 	}
 	noWaitP := retry.Policy{Schedule: noWait(100), Retryable: func(error) bool { return true }, OnRetry: func(retry.Event) {}}
 	waitP := retry.Policy{Schedule: constant(time.Millisecond, 100)}
-	if a, b := allocs(noWaitP, 2), allocs(noWaitP, 12); b != a {
-		t.Errorf("retries without a wait: %v allocations for 2, %v for 12: want no allocation per retry", a, b)
+	if a, b, c := allocs(noWaitP, 0), allocs(noWaitP, 2), allocs(noWaitP, 12); b != a || c != a {
+		t.Errorf("retries without a wait: %v allocations for none, %v for 2, %v for 12: want no allocation for them, not even a timer", a, b, c)
 	}
 	var timer float64
 	synctest.Test(t, func(t *testing.T) {
@@ -855,45 +855,185 @@ func TestScheduleRandReproducible(t *testing.T) {
 	})
 }
 
-// claims is an error whose Is method says it is every target: errors.Is
-// calls it permanent, so IsPermanent does too.
-type claims struct{}
-
-func (claims) Error() string        { return "claims" }
-func (claims) Is(target error) bool { return true }
-
-// modest is an error with an Is method that claims nothing: the walk goes
-// on past it.
+// modest is an error with an Is method of its own and a wrapped error: the
+// walk goes on past it.
 type modest struct{ err error }
 
 func (m modest) Error() string { return "modest" }
 func (m modest) Is(error) bool { return false }
 func (m modest) Unwrap() error { return m.err }
 
-// TestIsPermanentMatchesErrorsIs: IsPermanent is errors.Is for the mark, on
-// every shape of chain.
-func TestIsPermanentMatchesErrorsIs(t *testing.T) {
+// TestIsPermanentChains: the mark is found wherever it is in the chain, and
+// nowhere else; a chain that never ends in it ends the walk.
+func TestIsPermanentChains(t *testing.T) {
 	p := retry.Permanent(errFault)
-	for _, tt := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{errFault, false},
-		{p, true},
-		{claims{}, true},
-		{modest{p}, true},
-		{modest{errFault}, false},
-		{fmt.Errorf("a: %w", modest{fmt.Errorf("b: %w", p)}), true},
-		{errors.Join(errFault, modest{nil}), false},
-		{errors.Join(errFault, errors.Join(errFault, p)), true},
-		{fmt.Errorf("%w %w", errFault, p), true},
-		{fmt.Errorf("%w %w", errFault, errFault), false},
-		{retry.After(time.Second, p), true},
-		{&retry.Error{Err: errFault, Cause: p}, true},
-	} {
-		if got := retry.IsPermanent(tt.err); got != tt.want {
-			t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
+	within(t, func() {
+		for _, tt := range []struct {
+			err  error
+			want bool
+		}{
+			{nil, false},
+			{errFault, false},
+			{p, true},
+			{modest{p}, true},
+			{modest{errFault}, false},
+			{modest{nil}, false},
+			{fmt.Errorf("a: %w", modest{fmt.Errorf("b: %w", p)}), true},
+			{errors.Join(errFault, modest{nil}), false},
+			{errors.Join(errFault, errors.Join(errFault, p)), true},
+			{fmt.Errorf("%w %w", errFault, p), true},
+			{fmt.Errorf("%w %w", errFault, errFault), false},
+			{retry.After(time.Second, p), true},
+			{&retry.Error{Err: errFault, Cause: p}, true},
+		} {
+			if got := retry.IsPermanent(tt.err); got != tt.want {
+				t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
+			}
 		}
+	})
+	if errors.Is(p, io.EOF) || !errors.Is(p, errFault) {
+		t.Errorf("errors.Is on Permanent(err) matches only err's chain")
 	}
+}
+
+// TestOneRetryLimit: a Policy's own limit of 1 retry is its limit, not a
+// reason to apply Do's default of 5.
+func TestOneRetryLimit(t *testing.T) {
+	r := newRecorder(0, repeat(errFault, 10)...)
+	err := retry.Do(context.Background(), retry.Policy{Schedule: noWait(1)}, r.fn)
+	if e := asError(t, err); e.Attempts != 2 || len(r.calls) != 2 {
+		t.Fatalf("MaxRetries 1: %d attempts, want 2", e.Attempts)
+	}
+}
+
+// TestErrorMessageRounding: three significant digits, rounded at the
+// boundary where the unit grows.
+func TestErrorMessageRounding(t *testing.T) {
+	within(t, func() {
+		for _, tt := range []struct {
+			elapsed time.Duration
+			want    string
+		}{
+			{999, "999ns"}, {1000, "1µs"}, {1005, "1.01µs"}, {1004, "1µs"}, {12345, "12.3µs"},
+			{1000500, "1ms"}, {1005000, "1.01ms"}, {999499999, "999ms"}, {7312345678, "7.31s"},
+		} {
+			e := &retry.Error{Attempts: 2, Elapsed: tt.elapsed}
+			if got, want := e.Error(), "retry: giving up after 2 attempts in "+tt.want; got != want {
+				t.Errorf("Elapsed %d: %q, want %q", tt.elapsed, got, want)
+			}
+		}
+	})
+}
+
+// within fails the test if f does not return within ten seconds of real
+// time: a loop that never ends is a failure here, not a hung test binary.
+// The wait is on f, which returns at once when nothing is wrong.
+func within(t *testing.T, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not return within 10s")
+	}
+}
+
+// TestScheduleNoEndsDo: when the Schedule says no, Do gives up at once,
+// without waits to follow, even when no time passes between attempts.
+func TestScheduleNoEndsDo(t *testing.T) {
+	within(t, func() {
+		calls := 0
+		err := retry.Do(context.Background(), retry.Policy{Schedule: noWait(3)}, func(context.Context) error { calls++; return errFault })
+		if calls != 4 || asError(t, err).Cause != backoff.ErrMaxRetries {
+			t.Errorf("noWait(3): %d calls, %v; want 4 and ErrMaxRetries", calls, err)
+		}
+	})
+}
+
+// TestDeadlineZeroWaits: under a deadline, a retry with no wait measures
+// each attempt from its own start: attempts of 300ms with 1s fit three.
+func TestDeadlineZeroWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r := newRecorder(300*time.Millisecond, repeat(errFault, 10)...)
+		err := retry.Do(ctx, retry.Policy{Schedule: noWait(10)}, r.fn)
+		if e := asError(t, err); len(r.calls) != 3 || e.Cause != backoff.ErrDeadline || e.Elapsed != 900*time.Millisecond {
+			t.Fatalf("%d attempts at %v, %v; want 3, given up at 900ms with ErrDeadline", len(r.calls), r.calls, err)
+		}
+		// Attempts that take no time, with no wait, always fit.
+		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		r = newRecorder(0, repeat(errFault, 3)...)
+		if err := retry.Do(ctx2, retry.Policy{Schedule: noWait(10)}, r.fn); err != nil || len(r.calls) != 4 {
+			t.Fatalf("instant attempts, no wait, under a deadline: %v after %d; want success after 4", err, len(r.calls))
+		}
+	})
+}
+
+// TestShortestWait: a wait of one nanosecond is waited.
+func TestShortestWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRecorder(0, errFault, errFault)
+		retry.Do(context.Background(), retry.Policy{Schedule: constant(1, 5)}, r.fn)
+		if fmt.Sprint(r.calls) != "[0s 1ns 2ns]" {
+			t.Fatalf("1ns waits: attempts at %v", r.calls)
+		}
+	})
+}
+
+// endsAt is a context whose Err turns non-nil at a moment of virtual time,
+// while its Done channel never closes: it tells whether Do looks at the
+// context after a wait, before the next attempt, whichever case of its
+// select won.
+type endsAt struct {
+	context.Context
+	at time.Time
+}
+
+func (c endsAt) Done() <-chan struct{} { return nil }
+func (c endsAt) Err() error {
+	if !time.Now().Before(c.at) {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestNoAttemptOnDeadContext: a context that ends as the wait does is seen
+// before fn is called again.
+func TestNoAttemptOnDeadContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := endsAt{context.Background(), time.Now().Add(time.Second)}
+		r := newRecorder(0, repeat(errFault, 5)...)
+		err := retry.Do(ctx, retry.Policy{Schedule: constant(time.Second, 5)}, r.fn)
+		if len(r.calls) != 1 || !errors.Is(err, context.Canceled) {
+			t.Fatalf("%d attempts, %v; want 1: no attempt once the context has ended", len(r.calls), err)
+		}
+	})
+}
+
+// TestAfterChainsTerminate: the search for a wait named by After ends on
+// every shape of chain, found or not. No wait is longer than a nanosecond
+// here, so it runs in real time, under a watchdog.
+func TestAfterChainsTerminate(t *testing.T) {
+	within(t, func() {
+		for _, tt := range []struct {
+			err  error
+			want time.Duration
+		}{
+			{modest{fmt.Errorf("x: %w", retry.After(1, nil))}, 1},
+			{modest{errFault}, 0},
+			{modest{nil}, 0},
+			{fmt.Errorf("a: %w", fmt.Errorf("b: %w", errFault)), 0},
+			{errors.Join(modest{errFault}, fmt.Errorf("c: %w", retry.After(1, errFault))), 1},
+		} {
+			var got time.Duration = -1
+			retry.Do(context.Background(), retry.Policy{Schedule: noWait(1), OnRetry: func(e retry.Event) { got = e.Wait }},
+				func(context.Context) error { return tt.err })
+			if got != tt.want {
+				t.Errorf("Do(%v): wait %v, want %v", tt.err, got, tt.want)
+			}
+		}
+	})
 }
