@@ -357,3 +357,66 @@ func TestPolicyFlagAndJSON(t *testing.T) {
 		t.Errorf("json.Marshal = %s, %v", b, err)
 	}
 }
+
+// TestLoopEnds: a Loop with no wait and a limit stops, under a watchdog: a
+// loop that kept returning true would never end.
+func TestLoopEnds(t *testing.T) {
+	within(t, func() {
+		loop := retry.NewLoop(retry.Policy{Schedule: noWait(3)})
+		trues := 0
+		for loop.Wait(context.Background()) && trues < 100 {
+			trues++
+		}
+		if trues != 4 || !errors.Is(loop.Err(), backoff.ErrMaxRetries) {
+			t.Errorf("noWait(3): %d trues, Err %v; want 4 and ErrMaxRetries", trues, loop.Err())
+		}
+	})
+}
+
+// TestLoopHookAlone: OnRetry without a Logger, and a Logger without
+// OnRetry, each hear every wait.
+func TestLoopHookAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var waits []time.Duration
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling, MaxRetries: 2}, OnRetry: func(e retry.Event) { waits = append(waits, e.Wait) }})
+		for loop.Wait(context.Background()) {
+		}
+		if fmt.Sprint(waits) != "[1s 2s]" {
+			t.Errorf("OnRetry alone heard %v, want [1s 2s]", waits)
+		}
+		var log strings.Builder
+		loop = retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling, MaxRetries: 2}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		for loop.Wait(context.Background()) {
+		}
+		if n := strings.Count(log.String(), "msg=retrying"); n != 2 {
+			t.Errorf("a Logger alone got %d retry records, want 2:\n%s", n, log.String())
+		}
+	})
+}
+
+// TestLoopZeroWaitNoTimer: a Loop whose waits are zero never makes a timer;
+// one of a nanosecond waits it.
+func TestLoopZeroWaitNoTimer(t *testing.T) {
+	p := retry.Policy{Schedule: noWait(0)}
+	ctx := context.Background()
+	one := testing.AllocsPerRun(50, func() { retry.NewLoop(p).Wait(ctx) })
+	many := testing.AllocsPerRun(50, func() {
+		l := retry.NewLoop(p)
+		for range 5 {
+			l.Wait(ctx)
+		}
+	})
+	if many != one {
+		t.Errorf("a Loop with zero waits: %v allocations for 5 Waits, %v for 1: want no timer", many, one)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		l := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: 1, Multiplier: 1, JitterMode: backoff.JitterNone}}})
+		start := time.Now()
+		for range 3 {
+			l.Wait(ctx)
+		}
+		if time.Since(start) != 2 {
+			t.Errorf("3 Waits of a 1ns Loop took %v, want 2ns", time.Since(start))
+		}
+	})
+}

@@ -1037,3 +1037,13 @@ func TestAfterChainsTerminate(t *testing.T) {
 		}
 	})
 }
+
+// TestSleepShortest: a sleep of one nanosecond is slept.
+func TestSleepShortest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if err := retry.Sleep(context.Background(), 1); err != nil || time.Since(start) != 1 {
+			t.Fatalf("Sleep(1ns) = %v after %v, want nil after 1ns", err, time.Since(start))
+		}
+	})
+}
