@@ -2252,3 +2252,49 @@ func TestScheduleCountersSaturate(t *testing.T) {
 		t.Errorf("Attempt() = %d, step = %d, want MaxInt, MaxInt-1 (saturated)", s.Attempt(), s.step)
 	}
 }
+
+// TestNear: the near misses a policy's error names, and the words it must
+// not mistake for one.
+func TestNear(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"jiter", "jitter", true}, {"jitterr", "jitter", true}, {"jtr", "jitter", false},
+		{"ful", "full", true}, {"fulll", "full", true}, {"fu", "full", false}, {"fast", "full", false},
+		{"full", "full", false}, {"equl", "equal", true}, {"eqaul", "equal", true}, {"eq", "equal", false},
+		{"decorelated", "decorrelated", true}, {"symetric", "symmetric", true}, {"", "full", false},
+		{"additiv", "additive", true}, {"addition", "additive", true}, {"xyzzy", "equal", false},
+	} {
+		if got := near(tt.a, tt.b); got != tt.want {
+			t.Errorf("near(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		a, b  string
+		limit int
+		want  int
+	}{
+		{"", "", 2, 0}, {"a", "", 2, 1}, {"", "abc", 5, 3}, {"kitten", "sitting", 5, 3},
+		{"abc", "abc", 2, 0}, {"abcdef", "a", 2, 3}, {"flaw", "lawn", 5, 2},
+	} {
+		if got := editDistance(tt.a, tt.b, tt.limit); got != tt.want {
+			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.limit, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want string
+	}{
+		{"100 ms", "100ms"}, {"1 m 30 s", "1m30s"}, {"1 m 30", "1m 30"}, {"1.5 S x 2", "1.5S x 2"},
+		{"100ms 5", "100ms 5"}, {"5 retries", "5 retries"}, {"2 h 3 m 4 s", "2h3m4s"},
+	} {
+		var parts []string
+		for _, tok := range tokenize(tt.in) {
+			parts = append(parts, tok.s)
+		}
+		if got := strings.Join(parts, " "); got != tt.want {
+			t.Errorf("tokenize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -723,3 +723,59 @@ func TestRetryAfterSeeded(t *testing.T) {
 		readAll(t, resp)
 	})
 }
+
+// TestNoBodyIsReplayable: a request whose body is http.NoBody, with no
+// GetBody, has nothing to rewind and is retried.
+func TestNoBodyIsReplayable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503)
+		req, _ := http.NewRequest(http.MethodDelete, "http://api.example/x", nil)
+		req.Body, req.GetBody = http.NoBody, nil
+		resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 || len(srv.reqs) != 2 {
+			t.Fatalf("DELETE with NoBody: %d requests, %v, %v; want the 503 retried", len(srv.reqs), resp, err)
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestStatusLineWithoutStatus: a Base that leaves Status empty still gives
+// OnRetry the status line.
+func TestStatusLineWithoutStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			if calls++; calls == 1 {
+				return &http.Response{StatusCode: 502, Body: http.NoBody}, nil
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		var seen string
+		p := constant(time.Second, 3)
+		p.OnRetry = func(e retry.Event) { seen = e.Err.Error() }
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: base, Policy: p})
+		if err != nil || resp.StatusCode != 200 || seen != "502 Bad Gateway" {
+			t.Fatalf("OnRetry saw %q (%v, %v), want \"502 Bad Gateway\"", seen, resp, err)
+		}
+	})
+}
+
+// TestBaseReturnsBoth: a Base that breaks the RoundTripper contract with a
+// response and an error has the response's body closed, and the error
+// judged.
+func TestBaseReturnsBoth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &body{r: strings.NewReader("x")}
+		calls := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			if calls++; calls == 1 {
+				return &http.Response{StatusCode: 200, Body: b}, errors.New("broken")
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: base, Policy: constant(time.Second, 3)})
+		if err != nil || resp.StatusCode != 200 || calls != 2 || !b.closed {
+			t.Fatalf("%d calls, %v, %v, stray body closed %v; want the error retried and the stray body closed", calls, resp, err, b.closed)
+		}
+	})
+}
