@@ -2,13 +2,48 @@ package httpretry
 
 import (
 	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/unherd/backoff/retry"
 )
+
+// TestTerminates runs every loop in the package, in real time, and crashes
+// the test binary if they have not all returned within 30 seconds (they
+// take microseconds), so that an endless loop fails at once. Internal tests
+// run before the others.
+func TestTerminates(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, err := range []error{
+			errors.New(`unsupported protocol scheme "ftp"`), fmt.Errorf("a: %w", fmt.Errorf("b: %w", io.EOF)),
+			&tls.CertificateVerificationError{Err: io.EOF}, nil,
+		} {
+			DefaultRetryable(nil, err)
+			drain(retry.Event{Err: err})
+		}
+		se := &statusError{resp: &http.Response{StatusCode: 503, Body: http.NoBody}}
+		drain(retry.Event{Err: retry.After(1, fmt.Errorf("x: %w", se))})
+		for _, d := range []time.Duration{0, time.Hour, 1<<63 - 1} {
+			widen(d, nil)
+			widen(d, newRand())
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		panic("TestTerminates: httpretry's loops did not return within 30s: a loop that does not end")
+	}
+}
 
 // TestRequestHandlerDerived: a logger derived from the request's, with With
 // or WithGroup, still names the method and the URL.

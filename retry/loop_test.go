@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -17,6 +18,47 @@ import (
 	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/retry"
 )
+
+// TestTerminates runs every loop in the package, in real time, and crashes
+// the test binary if they have not all returned within 30 seconds (they
+// take microseconds): a mutant or a bug that makes a loop endless fails
+// here at once, instead of hanging the suite. It is the first test of the
+// package's first test file, so that it runs before any test that could
+// hang.
+func TestTerminates(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, d := range []time.Duration{0, 999, 1000, 1 << 40, math.MaxInt64} {
+			_ = (&retry.Error{Attempts: 1, Elapsed: d}).Error()
+		}
+		chains := []error{
+			errFault, nil, retry.Permanent(errFault), fmt.Errorf("a: %w", fmt.Errorf("b: %w", errFault)),
+			errors.Join(errFault, fmt.Errorf("c: %w", retry.After(1, errFault))),
+		}
+		for _, err := range chains {
+			retry.IsPermanent(err)
+			retry.Do(context.Background(), retry.Policy{Schedule: noWait(1)}, func(context.Context) error { return err })
+		}
+		for _, s := range []backoff.Schedule{noWait(3), {Curve: noWait(0).Curve, MaxElapsed: 1}} {
+			calls := 0 // fails 20 times: MaxElapsed 1ns with no wait never says no
+			retry.Do(context.Background(), retry.Policy{Schedule: s}, func(context.Context) error {
+				if calls++; calls <= 20 {
+					return errFault
+				}
+				return nil
+			})
+			loop := retry.NewLoop(retry.Policy{Schedule: s})
+			for n := 0; loop.Wait(context.Background()) && n < 1000; n++ {
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		panic("TestTerminates: retry's loops did not return within 30s: a loop that does not end")
+	}
+}
 
 // doubling is 1s, 2s, 4s, … exactly.
 var doubling = backoff.Value{BaseDelay: time.Second, JitterMode: backoff.JitterNone}

@@ -1047,3 +1047,13 @@ func TestSleepShortest(t *testing.T) {
 		}
 	})
 }
+
+// TestTinyMaxElapsed: a MaxElapsed of a nanosecond is a limit, so Do adds
+// no default of 5 retries: with no wait, it retries until fn succeeds.
+func TestTinyMaxElapsed(t *testing.T) {
+	r := newRecorder(0, repeat(errFault, 10)...)
+	p := retry.Policy{Schedule: backoff.Schedule{Curve: noWait(0).Curve, MaxElapsed: 1}}
+	if err := retry.Do(context.Background(), p, r.fn); err != nil || len(r.calls) != 11 {
+		t.Fatalf("MaxElapsed 1ns, no wait: %v after %d calls; want success after 11", err, len(r.calls))
+	}
+}
