@@ -52,11 +52,12 @@ import (
 // [backoff.ParseRetryAfter]) replaces the computed wait, widened by
 // backoff.AddJitter(d, max(d/2, time.Second)): clients told the same
 // instant otherwise return in it together (benchmarks/README.md measures
-// it). A Retry-After above MaxRetryAfter, before widening, is not obeyed and
-// not retried: that response is returned. A Retry-After on any other status
-// is ignored. The retry limits and the request's deadline still apply: a
-// wait that cannot be followed by an attempt before the deadline is not
-// started.
+// it). With Policy.Schedule.Rand set, that draw comes from it too, so a
+// seeded sequence repeats whole. A Retry-After above MaxRetryAfter, before
+// widening, is not obeyed and not retried: that response is returned. A
+// Retry-After on any other status is ignored. The retry limits and the
+// request's deadline still apply: a wait that cannot be followed by an
+// attempt before the deadline is not started.
 //
 // What it returns. A response that is not retried, or the last one when
 // it gives up before a wait has started (limits, the deadline rule, a
@@ -72,6 +73,10 @@ import (
 // whose message is the status line ("503 Service Unavailable"); the
 // Logger's records carry the method and the URL, with any password
 // redacted ([url.URL.Redacted]).
+//
+// A request that succeeds at once allocates nothing beyond what Base
+// allocates; a Policy.OnRetry adds one allocation a request, and a Logger
+// two (TestAllocs).
 type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport.
 	Base http.RoundTripper

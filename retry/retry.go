@@ -7,11 +7,11 @@
 //		return db.PingContext(ctx)
 //	})
 //
-// The zero Policy retries every error, 5 times at most, waiting
-// "200ms×2 up to 30s, full jitter, 5 retries" (in [backoff.Value]'s
-// policy text): a wait drawn from [0, 200ms], then [0, 400ms], and so on,
-// never above 30s. A [Loop] is the same waiting for a loop of one's own,
-// such as a supervisor that reconnects, and [Sleep] is one wait.
+// The zero Policy is "200ms×2 up to 30s, full jitter, 5 retries", in
+// [backoff.Schedule]'s policy text: it retries every error 5 times at most,
+// waiting a draw from [0, 200ms], then [0, 400ms], and so on, never above
+// 30s. A [Loop] is the same waiting for a loop of one's own, such as a
+// supervisor that reconnects, and [Sleep] is one wait.
 //
 // Four rules set this package apart from a hand-written loop:
 //
