@@ -52,6 +52,20 @@ func TestTerminates(t *testing.T) {
 			for n := 0; loop.Wait(context.Background()) && n < 1000; n++ {
 			}
 		}
+		// Every refusal of a wait that would pass the deadline: without it,
+		// each of these would wait an hour.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		retry.Sleep(ctx, 2*time.Hour)
+		retry.Do(ctx, retry.Policy{Schedule: constant(2*time.Hour, 3)}, func(context.Context) error { return errFault })
+		retry.Do(ctx, retry.Policy{Schedule: noWait(3)}, func(context.Context) error { return retry.After(2*time.Hour, errFault) })
+		loop := retry.NewLoop(retry.Policy{Schedule: constant(2*time.Hour, 3)})
+		for loop.Wait(ctx) {
+		}
+		// A Loop with a limit and no wait ends on its own.
+		loop = retry.NewLoop(retry.Policy{Schedule: noWait(3)})
+		for loop.Wait(context.Background()) {
+		}
 	}()
 	select {
 	case <-done:
