@@ -215,7 +215,7 @@ func TestLoopStops(t *testing.T) {
 			loop := retry.NewLoop(tt.p)
 			trues := 0
 			var last time.Time
-			for loop.Wait(ctx) {
+			for loop.Wait(ctx) && trues < 1000 { // bounded: a test does not trust the code it tests to end
 				trues++
 				last = time.Now()
 			}
@@ -290,8 +290,7 @@ func TestLoopHooks(t *testing.T) {
 			Logger:   slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{ReplaceAttr: dropTime})),
 		}
 		loop := retry.NewLoop(p)
-		for loop.Wait(context.Background()) {
-		}
+		waitOut(context.Background(), loop)
 		want := []retry.Event{{Attempt: 1, Wait: time.Second}, {Attempt: 2, Wait: 2 * time.Second, Elapsed: time.Second}}
 		if fmt.Sprint(events) != fmt.Sprint(want) {
 			t.Fatalf("events %+v, want %+v", events, want)
@@ -435,15 +434,13 @@ func TestLoopHookAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var waits []time.Duration
 		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling, MaxRetries: 2}, OnRetry: func(e retry.Event) { waits = append(waits, e.Wait) }})
-		for loop.Wait(context.Background()) {
-		}
+		waitOut(context.Background(), loop)
 		if fmt.Sprint(waits) != "[1s 2s]" {
 			t.Errorf("OnRetry alone heard %v, want [1s 2s]", waits)
 		}
 		var log strings.Builder
 		loop = retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: doubling, MaxRetries: 2}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-		for loop.Wait(context.Background()) {
-		}
+		waitOut(context.Background(), loop)
 		if n := strings.Count(log.String(), "msg=retrying"); n != 2 {
 			t.Errorf("a Logger alone got %d retry records, want 2:\n%s", n, log.String())
 		}
@@ -475,4 +472,15 @@ func TestLoopZeroWaitNoTimer(t *testing.T) {
 			t.Errorf("3 Waits of a 1ns Loop took %v, want 2ns", time.Since(start))
 		}
 	})
+}
+
+// waitOut calls Wait until it returns false, 1,000 times at most, and
+// returns how many times it returned true: a test's loop does not trust the
+// code it tests to end.
+func waitOut(ctx context.Context, loop *retry.Loop) int {
+	n := 0
+	for n < 1000 && loop.Wait(ctx) {
+		n++
+	}
+	return n
 }

@@ -825,8 +825,7 @@ func TestNoGoroutineLeft(t *testing.T) {
 		retry.Do(ctx, retry.Policy{Schedule: constant(time.Second, 3)}, func(context.Context) error { return errFault })
 		retry.Sleep(context.Background(), time.Second)
 		loop := retry.NewLoop(retry.Policy{Schedule: constant(time.Second, 3)})
-		for loop.Wait(context.Background()) {
-		}
+		waitOut(context.Background(), loop)
 		if seen != inBubble || runtime.NumGoroutine() != inBubble {
 			t.Errorf("goroutines: %d in the bubble, %d during Do, %d after; want no more", inBubble, seen, runtime.NumGoroutine())
 		}
