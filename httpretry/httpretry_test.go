@@ -641,8 +641,12 @@ func TestZeroTransport(t *testing.T) {
 // TestAllocs: a request that succeeds at once allocates nothing beyond what
 // Base does; a Policy.OnRetry costs one closure.
 func TestAllocs(t *testing.T) {
-	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return okResponse, nil })
+	calls := 0
+	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { calls++; return okResponse, nil })
 	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+	if resp, err := (&httpretry.Transport{Base: ok}).RoundTrip(req); err != nil || resp != okResponse || calls != 1 {
+		t.Fatalf("a 200: %d calls, %v, %v; want one call and the response as is", calls, resp, err) // before timing anything in real time
+	}
 	bare := testing.AllocsPerRun(100, func() { ok.RoundTrip(req) })
 	plain := &httpretry.Transport{Base: ok}
 	hooked := &httpretry.Transport{Base: ok, Policy: retry.Policy{OnRetry: func(retry.Event) {}}}
@@ -779,3 +783,51 @@ func TestBaseReturnsBoth(t *testing.T) {
 		}
 	})
 }
+
+// TestCallerBodyClosedOnce: the caller's body is closed once, by Base, on
+// every path; a request with no body is given none; a done context before a
+// bodiless GET is not a nil Close.
+func TestCallerBodyClosedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("refused")
+		for _, script := range [][]step{{s503, s503, s503}, {{err: refused}, {err: refused}, {err: refused}}, {s503}} {
+			srv := newServer(script...)
+			closes := 0
+			b := &countingBody{Reader: strings.NewReader("v"), closes: &closes}
+			req, _ := http.NewRequest(http.MethodPut, "http://api.example/doc", b)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("v")), nil }
+			resp, _ := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 2)}).RoundTrip(req)
+			if resp != nil {
+				readAll(t, resp)
+			}
+			if closes != 1 {
+				t.Errorf("script %v: the caller's body closed %d times, want once", script, closes)
+			}
+		}
+
+		// GetBody without a Body: the retries carry no body either.
+		srv := newServer(s503)
+		req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("surprise")), nil }
+		resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 2)}).RoundTrip(req)
+		if err != nil || fmt.Sprint(srv.sent) != "[ ]" {
+			t.Fatalf("a nil body with a GetBody: sent %q, %v; want no body on either attempt", srv.sent, err)
+		}
+		readAll(t, resp)
+
+		// A done context and no body: nothing to close, nothing sent.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		srv = newServer()
+		if resp, err := get(t, ctx, &httpretry.Transport{Base: srv}); resp != nil || !errors.Is(err, context.Canceled) || len(srv.reqs) != 0 {
+			t.Fatalf("a done context, a GET: %v, %v, %d requests", resp, err, len(srv.reqs))
+		}
+	})
+}
+
+type countingBody struct {
+	io.Reader
+	closes *int
+}
+
+func (b *countingBody) Close() error { *b.closes++; return nil }
