@@ -278,12 +278,19 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 // sequence is reproducible whole. Near math.MaxInt64 the extra is drawn from
 // what is left, as AddJitter does: the sum never wraps.
 func widen(d time.Duration, r *rand.Rand) time.Duration {
-	spread := max(d/2, time.Second)
 	if r == nil {
-		return backoff.AddJitter(d, spread)
+		return backoff.AddJitter(d, max(d/2, time.Second))
 	}
-	extra := min(spread-1, math.MaxInt64-d) // the largest extra; d ≥ 0, as ParseRetryAfter returns it
-	return d + time.Duration(r.Int64N(int64(extra)+1))
+	lo, hi := widenRange(d)
+	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+// widenRange is the interval, both ends included, that AddJitter(d,
+// max(d/2, 1s)) draws from: d plus [0, max(d/2, 1s)) in whole nanoseconds,
+// its top held at math.MaxInt64. d ≥ 0, as ParseRetryAfter returns it.
+func widenRange(d time.Duration) (lo, hi time.Duration) {
+	spread := max(d/2, time.Second)
+	return d, d + min(spread-1, math.MaxInt64-d)
 }
 
 // retryable asks the Transport's Retryable, or DefaultRetryable.

@@ -464,8 +464,15 @@ func TestRetryAfter(t *testing.T) {
 				t.Fatalf("the refused 429's body was not left for the caller")
 			}
 		}
-		srv := newServer(step{status: 429, retryAfter: "3600"})
-		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), MaxRetryAfter: 2 * time.Hour})
+		// A ceiling of a nanosecond is a ceiling, not "unset".
+		srv := newServer(step{status: 503, retryAfter: "1"})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), MaxRetryAfter: 1})
+		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 1 {
+			t.Fatalf("Retry-After 1 under MaxRetryAfter 1ns: %d requests, %v, %v; want the 503 as is", len(srv.reqs), resp, err)
+		}
+		readAll(t, resp)
+		srv = newServer(step{status: 429, retryAfter: "3600"})
+		resp, err = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), MaxRetryAfter: 2 * time.Hour})
 		if err != nil || resp.StatusCode != 200 || srv.gaps()[0] < time.Hour {
 			t.Fatalf("Retry-After 3600 under MaxRetryAfter 2h: %v, %v, gaps %v; want it obeyed", resp, err, srv.gaps())
 		}
@@ -831,3 +838,26 @@ type countingBody struct {
 }
 
 func (b *countingBody) Close() error { *b.closes++; return nil }
+
+// TestStatusTextAndMethodAsSent: a server's own status text reaches OnRetry
+// as it sent it, and a request with no method is logged as the GET it is.
+func TestStatusTextAndMethodAsSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			if calls++; calls == 1 {
+				return &http.Response{StatusCode: 503, Status: "503 Back Soon", Body: http.NoBody}, nil
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		var seen string
+		var log bytes.Buffer
+		p := constant(time.Second, 3)
+		p.OnRetry = func(e retry.Event) { seen = e.Err.Error() }
+		p.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		req, _ := http.NewRequest("", "http://api.example/", nil)
+		if _, err := (&httpretry.Transport{Base: base, Policy: p}).RoundTrip(req); err != nil || seen != "503 Back Soon" || !strings.Contains(log.String(), "method=GET") {
+			t.Fatalf("OnRetry saw %q, log %q, %v; want the server's status text and method=GET", seen, log.String(), err)
+		}
+	})
+}

@@ -58,6 +58,37 @@ func TestRequestHandlerDerived(t *testing.T) {
 	}
 }
 
+// TestWidenRange: the interval of the seeded draw, exactly, and that the
+// unseeded AddJitter draws from the same one.
+func TestWidenRange(t *testing.T) {
+	for _, tt := range []struct{ d, lo, hi time.Duration }{
+		{0, 0, time.Second - 1},
+		{time.Second, time.Second, 2*time.Second - 1},
+		{2 * time.Second, 2 * time.Second, 3*time.Second - 1},
+		{10 * time.Second, 10 * time.Second, 15*time.Second - 1},
+		{time.Hour, time.Hour, 90*time.Minute - 1},
+		{1<<63 - 1 - 10, 1<<63 - 1 - 10, 1<<63 - 1},
+		{1<<63 - 1, 1<<63 - 1, 1<<63 - 1},
+	} {
+		if lo, hi := widenRange(tt.d); lo != tt.lo || hi != tt.hi {
+			t.Errorf("widenRange(%v) = [%v, %v], want [%v, %v]", tt.d, lo, hi, tt.lo, tt.hi)
+		}
+	}
+	// Both draws reach across the interval: the largest of many is near
+	// its top, the smallest near its bottom.
+	for _, r := range []*rand.Rand{nil, newRand()} {
+		d := 10 * time.Second
+		lo, hi := d+time.Hour, time.Duration(0)
+		for range 500 {
+			w := widen(d, r)
+			lo, hi = min(lo, w), max(hi, w)
+		}
+		if lo > d+100*time.Millisecond || hi < 15*time.Second-100*time.Millisecond {
+			t.Errorf("widen(10s) over 500 draws (seeded %v): [%v, %v], want it to span [10s, 15s)", r != nil, lo, hi)
+		}
+	}
+}
+
 // TestWiden: the spread of a server's wait, with and without a seeded source,
 // at the bottom, the middle and the top of the range.
 func TestWiden(t *testing.T) {
