@@ -855,7 +855,8 @@ func TestStatusTextAndMethodAsSent(t *testing.T) {
 		p := constant(time.Second, 3)
 		p.OnRetry = func(e retry.Event) { seen = e.Err.Error() }
 		p.Logger = slog.New(slog.NewTextHandler(&log, nil))
-		req, _ := http.NewRequest("", "http://api.example/", nil)
+		req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+		req.Method = "" // NewRequest writes GET; a Request built by hand may leave it empty, which means GET
 		if _, err := (&httpretry.Transport{Base: base, Policy: p}).RoundTrip(req); err != nil || seen != "503 Back Soon" || !strings.Contains(log.String(), "method=GET") {
 			t.Fatalf("OnRetry saw %q, log %q, %v; want the server's status text and method=GET", seen, log.String(), err)
 		}
