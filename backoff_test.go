@@ -1764,6 +1764,8 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"no jitter", `as in "100ms, no jitter"`},
 		{"symetric jitter 0.2", `as in "100ms, symmetric jitter"; misspelt: "symetric" for "symmetric"`},
 		{"100ms, ful jitter", `unknown word "ful": did you mean "full"?`},
+		{"100ms, FULLL jitter", `unknown word "FULLL": did you mean "full"?`},
+		{"EQUL JITER", `misspelt: "EQUL" for "equal", "JITER" for "jitter"`},
 		{"100ms, aditive jitter 0.2", `unknown word "aditive": did you mean "additive"?`},
 		{"100 zz", `"100" is not a duration`},
 		{"100 ms ms", `cannot read "ms"`},
@@ -2288,6 +2290,7 @@ func TestNear(t *testing.T) {
 	}{
 		{"100 ms", "100ms"}, {"1 m 30 s", "1m30s"}, {"1 m 30", "1m 30"}, {"1.5 S x 2", "1.5S x 2"},
 		{"100ms 5", "100ms 5"}, {"5 retries", "5 retries"}, {"2 h 3 m 4 s", "2h3m4s"},
+		{"1 m x s", "1m x s"}, {"1 m 30", "1m 30"},
 	} {
 		var parts []string
 		for _, tok := range tokenize(tt.in) {
@@ -2295,6 +2298,18 @@ func TestNear(t *testing.T) {
 		}
 		if got := strings.Join(parts, " "); got != tt.want {
 			t.Errorf("tokenize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestJitterFirstNamesOnlyWhatIsMisspelt: the error for a jitter where the
+// curve should be says "misspelt" only of words that are.
+func TestJitterFirstNamesOnlyWhatIsMisspelt(t *testing.T) {
+	for _, in := range []string{"full jitter", "full banana", "equal", "no jitter, 3 retries"} {
+		var s Schedule
+		err := s.UnmarshalText([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), "the curve is missing") || strings.Contains(err.Error(), "misspelt") {
+			t.Errorf("UnmarshalText(%q) = %v, want the curve said missing and nothing called misspelt", in, err)
 		}
 	}
 }
