@@ -2279,6 +2279,7 @@ func TestNear(t *testing.T) {
 	}{
 		{"", "", 2, 0}, {"a", "", 2, 1}, {"", "abc", 5, 3}, {"kitten", "sitting", 5, 3},
 		{"abc", "abc", 2, 0}, {"abcdef", "a", 2, 3}, {"flaw", "lawn", 5, 2},
+		{"ab", "a", 2, 1}, {"abc", "ac", 2, 1}, {"a", "ab", 2, 1},
 	} {
 		if got := editDistance(tt.a, tt.b, tt.limit); got != tt.want {
 			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.limit, got, tt.want)
