@@ -396,17 +396,12 @@ func joinUnits(toks []token) []token {
 	out := toks[:0]
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
-		if _, err := strconv.ParseFloat(t.s, 64); err == nil {
-			for i+1 < len(toks) && isUnit(toks[i+1].s) {
-				n := toks[i+1]
-				t.s = t.s + n.s // "100" "ms" → "100ms"
-				i++
-				if i+2 < len(toks) && isNumber(toks[i+1].s) && isUnit(toks[i+2].s) {
-					t.s += toks[i+1].s // "1m" "30" "s" → "1m30s"
-					i++
-					continue
-				}
-				break
+		if i+1 < len(toks) && isNumber(t.s) && isUnit(toks[i+1].s) {
+			t.s += toks[i+1].s // "100" "ms" → "100ms"
+			i++
+			for i+2 < len(toks) && isNumber(toks[i+1].s) && isUnit(toks[i+2].s) {
+				t.s += toks[i+1].s + toks[i+2].s // "1m" "30" "s" → "1m30s"
+				i += 2
 			}
 		}
 		out = append(out, t)

@@ -86,7 +86,7 @@ func TestTerminates(t *testing.T) {
 			}
 		}
 		var s Schedule
-		for _, text := range []string{"100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", "1s, 2 retries, equal jitter, 3m of waiting", "no wait", "100ms,, x"} {
+		for _, text := range []string{"100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", "1s, 2 retries, equal jitter, 3m of waiting", "no wait", "100ms,, x", "1 m 30 s x 2 h", "ful jiter"} {
 			_ = s.UnmarshalText([]byte(text))
 		}
 	}()
