@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -197,64 +196,6 @@ func (s *Schedule) Err() error { return s.err }
 func (s *Schedule) Reset() {
 	s.attempt, s.step, s.elapsed, s.previous = 0, 0, 0, 0
 	s.override, s.overridden, s.err = 0, false, nil
-}
-
-// String returns the policy as one line, such as "100ms×2 up to 30s, full
-// jitter, 5 retries, 1m0s of waiting": the Curve as [Value.String] writes it,
-// then a clause for each limit that is set ("1 retry" in the singular). It
-// is the form MarshalText writes and UnmarshalText reads. Deadline and Rand
-// are not policy and are not written, nor is the state of the sequence.
-func (s Schedule) String() string { return string(s.appendText(nil)) }
-
-// MarshalText implements [encoding.TextMarshaler]: it returns String's form.
-// It never returns an error.
-func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil }
-
-// UnmarshalText implements [encoding.TextUnmarshaler]: it reads the form
-// String writes, so that encoding/json, [flag.TextVar], YAML and TOML
-// libraries and environment loaders read a whole retry policy from one
-// string:
-//
-//	schedule = value [", " n " retries"] [", " duration " of waiting"]
-//
-// where value is the form [Value.UnmarshalText] reads, with its lenient
-// spellings; the clauses after the curve (jitter, retries, waiting) come in
-// any order, each at most once. The retries clause is a whole number ≥ 1
-// and "retries" or "retry", whichever the number ("1 retries" and "5 retry"
-// are read too). Omitted limits are none. "0 retries", a waiting limit that is not a duration above zero,
-// and everything Value.UnmarshalText rejects are errors that quote the part
-// that could not be read, and leave s unchanged.
-//
-// On success it sets Curve, MaxRetries and MaxElapsed and starts the
-// sequence over, as Reset does; Deadline and Rand are left as they were.
-func (s *Schedule) UnmarshalText(b []byte) error {
-	p, err := parsePolicy(string(b), true)
-	if err != nil {
-		return err
-	}
-	s.Curve, s.MaxRetries, s.MaxElapsed = p.curve, p.retries, p.waiting
-	s.Reset()
-	return nil
-}
-
-// appendText appends String's form to b.
-func (s Schedule) appendText(b []byte) []byte {
-	b = s.Curve.appendText(b)
-	if s.MaxRetries > 0 {
-		b = append(b, ", "...)
-		b = strconv.AppendInt(b, int64(s.MaxRetries), 10)
-		if s.MaxRetries == 1 {
-			b = append(b, " retry"...)
-		} else {
-			b = append(b, " retries"...)
-		}
-	}
-	if s.MaxElapsed > 0 {
-		b = append(b, ", "...)
-		b = append(b, s.MaxElapsed.String()...)
-		b = append(b, " of waiting"...)
-	}
-	return b
 }
 
 // The HTTP-date forms of RFC 9110 §5.6.7, as net/http's TimeFormat,

@@ -1,0 +1,590 @@
+package backoff
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Policies as one line of text: what Value and Schedule write with String
+// and MarshalText, and read back with UnmarshalText. The grammar is in the
+// doc comments of Value.UnmarshalText and Schedule.UnmarshalText; the
+// reader is a hand-written scanner over tokens, so that every error can
+// quote what it could not read.
+// String returns the policy as one line, for logs, flags and configuration
+// files, such as "100ms×2 up to 30s, full jitter": the form [Value.MarshalText]
+// writes and [Value.UnmarshalText] reads. It shows the values the curve
+// really uses: the normalised multiplier and jitter, "no wait" for a
+// BaseDelay of zero or less, "uncapped" for no MaxDelay, and full jitter for
+// a mode this package does not define. The jitter fraction is written only
+// for the mode that reads it.
+func (v Value) String() string { return string(v.appendText(nil)) }
+
+// MarshalText implements [encoding.TextMarshaler]: it returns String's
+// form, so that encoding/json, [flag.TextVar] and YAML or TOML libraries
+// write a Value as one line. It never returns an error.
+func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler]: it reads the form
+// String writes, and more lenient spellings of it, so that encoding/json,
+// [flag.TextVar], YAML and TOML libraries and environment loaders read a
+// whole Value from one string:
+//
+//	value  = curve [", " jitter]
+//	curve  = "no wait" | base ["×" multiplier] [" up to " max | " uncapped"]
+//	jitter = ("full" | "equal" | "decorrelated") " jitter"
+//	       | ("additive" | "symmetric") " jitter " fraction | "no jitter"
+//
+// It is lenient where nothing can be mistaken: any case; any white space
+// around words, numbers and commas, and between a number and its unit
+// ("100 ms", "1 m 30 s"); "x" or "*" for "×"; durations as
+// [time.ParseDuration] reads them, with units in any case ("100MS" is
+// 100ms, "1M" a minute); numbers as [strconv.ParseFloat] reads them. An
+// omitted multiplier is 2, an omitted ceiling is none, an omitted jitter is
+// full jitter.
+//
+// It is strict where a typo would silently change the waits: empty text, an
+// unknown word, a duration that does not parse or is not above zero (write
+// "no wait" for none, or leave the ceiling out), a multiplier that is not a
+// number ≥ 1 (+Inf is one), an additive or symmetric fraction missing or
+// outside [0, 1],
+// a clause given twice, or text left over is an error that quotes the part
+// it could not read and shows the form; v is then left unchanged. A jitter
+// where the curve should be ("full jitter" alone) is an error that says the
+// curve is missing, and a near miss of a jitter's name ("ful", "jiter") one
+// that names the word meant.
+//
+// Reading what MarshalText wrote gives a Value with the same String and the
+// same Bounds at every attempt, for every Value.
+func (v *Value) UnmarshalText(b []byte) error {
+	p, err := parsePolicy(string(b), false)
+	if err != nil {
+		return err
+	}
+	*v = p.curve
+	return nil
+}
+
+// appendText appends String's form to b.
+func (v Value) appendText(b []byte) []byte {
+	if v.BaseDelay <= 0 {
+		b = append(b, "no wait"...)
+	} else {
+		b = append(b, v.BaseDelay.String()...)
+		b = append(b, "×"...)
+		b = strconv.AppendFloat(b, NormalMultiplier(v.Multiplier), 'g', -1, 64)
+		if v.MaxDelay > 0 {
+			b = append(b, " up to "...)
+			b = append(b, v.MaxDelay.String()...)
+		} else {
+			b = append(b, " uncapped"...)
+		}
+	}
+	switch mode := v.JitterMode; {
+	case mode == JitterNone:
+		b = append(b, ", no jitter"...)
+	case mode.readsJitter():
+		b = append(b, ", "...)
+		b = append(b, mode.String()...)
+		b = append(b, " jitter "...)
+		b = strconv.AppendFloat(b, NormalJitter(v.Jitter), 'g', -1, 64)
+	default:
+		if int(mode) >= len(modeNames) {
+			mode = JitterFull
+		}
+		b = append(b, ", "...)
+		b = append(b, mode.String()...)
+		b = append(b, " jitter"...)
+	}
+	return b
+}
+
+// readsJitter reports whether the mode reads Value.Jitter.
+func (m JitterMode) readsJitter() bool { return m == JitterAdditive || m == JitterSymmetric }
+
+// policy is what one line of policy text sets: a Value, and for a Schedule
+// its limits.
+type policy struct {
+	curve   Value
+	retries int
+	waiting time.Duration
+}
+
+// The examples a parse error shows.
+const (
+	valueForm    = "100ms×2 up to 30s, full jitter"
+	scheduleForm = valueForm + ", 5 retries, 1m0s of waiting"
+)
+
+// A token is a word, a number, a duration or one of ",", "×", "*", with
+// its byte offset in the text.
+type token struct {
+	s   string
+	pos int
+}
+
+// policyParser reads policy text: a hand-written scanner over tokens, so
+// that every error can quote what it could not read.
+type policyParser struct {
+	text     string
+	toks     []token
+	i        int
+	schedule bool // whether the Schedule limits may follow the Value
+}
+
+// tokenize splits text at white space, and around ",", "×" and "*".
+func tokenize(text string) []token {
+	var toks []token
+	start := -1
+	flush := func(end int) {
+		if start >= 0 {
+			toks = append(toks, token{text[start:end], start})
+			start = -1
+		}
+	}
+	for i, r := range text {
+		switch {
+		case unicode.IsSpace(r):
+			flush(i)
+		case r == ',' || r == '×' || r == '*':
+			flush(i)
+			toks = append(toks, token{text[i : i+utf8.RuneLen(r)], i})
+		default:
+			if start < 0 {
+				start = i
+			}
+		}
+	}
+	flush(len(text))
+	return joinUnits(toks)
+}
+
+// joinUnits reads a number followed by a duration unit as one duration, so
+// that "100 ms" and "1 m 30 s" read as "100ms" and "1m30s" do; the token
+// keeps the text between, to quote it as written.
+func joinUnits(toks []token) []token {
+	out := toks[:0]
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if i+1 < len(toks) && isNumber(t.s) && isUnit(toks[i+1].s) {
+			t.s += toks[i+1].s // "100" "ms" → "100ms"
+			i++
+			for i+2 < len(toks) && isNumber(toks[i+1].s) && isUnit(toks[i+2].s) {
+				t.s += toks[i+1].s + toks[i+2].s // "1m" "30" "s" → "1m30s"
+				i += 2
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// isUnit reports whether s is a unit time.ParseDuration reads, in any case.
+func isUnit(s string) bool {
+	switch strings.ToLower(s) {
+	case "ns", "us", "µs", "μs", "ms", "s", "m", "h":
+		return true
+	}
+	return false
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
+}
+
+// parsePolicy reads one line of policy text: a Value's, or with schedule
+// set a Schedule's, whose limits may follow. The grammar is in the doc
+// comments of Value.UnmarshalText and Schedule.UnmarshalText.
+func parsePolicy(text string, schedule bool) (policy, error) {
+	p := &policyParser{text: text, toks: tokenize(text), schedule: schedule}
+	var out policy
+	if len(p.toks) == 0 {
+		return out, p.errorf("empty")
+	}
+	if err := p.curve(&out.curve); err != nil {
+		return out, err
+	}
+	var seen [3]bool // jitter, retries, waiting
+	for p.i < len(p.toks) {
+		sep := p.next()
+		if sep.s != "," {
+			return out, p.errorf("cannot read %q: want a comma before the next clause", p.rest(sep))
+		}
+		first, ok := p.peek()
+		if !ok {
+			return out, p.errorf("nothing after the last comma")
+		}
+		clause, err := 0, error(nil)
+		switch second, _ := p.peekAt(1); {
+		case isWord(second.s, "retries") || isWord(second.s, "retry"):
+			clause, err = 1, p.retries(&out.retries)
+		case isWord(second.s, "of"):
+			clause, err = 2, p.waiting(&out.waiting)
+		default:
+			err = p.jitter(&out.curve)
+		}
+		if err != nil {
+			return out, err
+		}
+		if seen[clause] {
+			return out, p.errorf("%q: a clause given twice", p.text[first.pos:p.end()])
+		}
+		seen[clause] = true
+	}
+	return out, nil
+}
+
+// curve reads: "no wait" | base ["×" multiplier] [" up to " max | " uncapped"].
+func (p *policyParser) curve(v *Value) error {
+	t := p.next()
+	if w, _ := p.peek(); isWord(t.s, "no") && isWord(w.s, "wait") {
+		p.i++
+		return nil
+	}
+	// A duration never holds an x, so "100msx2" is a base and a multiplier.
+	base, mult, hasMult := t.s, "", false
+	if i := strings.IndexAny(base, "xX"); i > 0 {
+		base, mult, hasMult = base[:i], base[i+1:], true
+	}
+	d, err := p.duration(base, "a base wait such as 100ms, or \"no wait\"")
+	if err != nil {
+		if hint := p.jitterFirst(t); hint != nil {
+			return hint
+		}
+		return err
+	}
+	v.BaseDelay, v.Multiplier = d, 2
+	if n, ok := p.peek(); ok && !hasMult {
+		switch {
+		case n.s == "×" || n.s == "*":
+			p.i++
+			hasMult = true
+		case n.s[0] == 'x' || n.s[0] == 'X':
+			p.i++
+			mult, hasMult = n.s[1:], true
+		}
+	}
+	if hasMult {
+		if mult == "" {
+			n, ok := p.peek()
+			if !ok {
+				return p.errorf("nothing after ×: want a multiplier such as 2")
+			}
+			p.i++
+			mult = n.s
+		}
+		m, err := strconv.ParseFloat(mult, 64)
+		if err != nil || !(m >= 1) {
+			return p.errorf("multiplier %q: want a number ≥ 1, such as 2 or 1.5", mult)
+		}
+		v.Multiplier = m
+	}
+	n, ok := p.peek()
+	switch {
+	case !ok:
+	case isWord(n.s, "uncapped"):
+		p.i++
+	case isWord(n.s, "up"):
+		p.i++
+		if to, ok := p.peek(); !ok || !isWord(to.s, "to") {
+			return p.errorf("%q: want \"up to\" and a ceiling such as 30s", p.rest(n))
+		}
+		p.i++
+		c, ok := p.peek()
+		if !ok {
+			return p.errorf("nothing after \"up to\": want a ceiling such as 30s")
+		}
+		p.i++
+		d, err := p.duration(c.s, "a ceiling such as 30s (or leave it out for none)")
+		if err != nil {
+			return err
+		}
+		v.MaxDelay = d
+	}
+	return nil
+}
+
+// jitter reads: ("full" | "equal" | "decorrelated") " jitter" |
+// ("additive" | "symmetric") " jitter " fraction | "no jitter".
+func (p *policyParser) jitter(v *Value) error {
+	name := p.next()
+	mode, known := JitterNone, isWord(name.s, "no")
+	for m, s := range modeNames {
+		if JitterMode(m) != JitterNone && isWord(name.s, s) {
+			mode, known = JitterMode(m), true
+		}
+	}
+	if !known {
+		if m, ok := nearJitter(name.s); ok {
+			return p.errorf("unknown word %q: did you mean %q? (a jitter is full, equal, decorrelated, additive, symmetric or no jitter)", name.s, m)
+		}
+		return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive, symmetric or no jitter)%s", name.s, p.limitsHint())
+	}
+	if w, ok := p.peek(); !ok || !isWord(w.s, "jitter") {
+		if ok && w.s != "," {
+			p.i++ // quote the word that stands where "jitter" should
+		}
+		return p.errorf("%q: want \"%s jitter\"", p.text[name.pos:p.end()], strings.ToLower(name.s))
+	}
+	p.i++
+	v.JitterMode, v.Jitter = mode, 0
+	if !mode.readsJitter() {
+		return nil
+	}
+	f, ok := p.peek()
+	if !ok || f.s == "," {
+		return p.errorf("%s jitter needs a fraction in [0, 1], such as \"%s jitter 0.2\"", mode, mode)
+	}
+	p.i++
+	j, err := strconv.ParseFloat(f.s, 64)
+	if err != nil || !(j >= 0 && j <= 1) {
+		return p.errorf("%s jitter fraction %q: want a number in [0, 1], such as 0.2", mode, f.s)
+	}
+	v.Jitter = j
+	return nil
+}
+
+// retries reads: n " retries", n ≥ 1.
+func (p *policyParser) retries(n *int) error {
+	t := p.next()
+	p.i++ // "retries"
+	clause := p.text[t.pos:p.end()]
+	if !p.schedule {
+		return p.errorf("%q: retries are a Schedule's limit, not part of a Value", clause)
+	}
+	r, err := strconv.Atoi(t.s)
+	switch {
+	case err != nil:
+		return p.errorf("%q: want a whole number of retries, such as \"5 retries\"", clause)
+	case r < 1:
+		return p.errorf("%q: want at least 1 (leave the clause out for no limit)", clause)
+	}
+	*n = r
+	return nil
+}
+
+// waiting reads: duration " of waiting".
+func (p *policyParser) waiting(d *time.Duration) error {
+	t := p.next()
+	p.i++ // "of"
+	if w, ok := p.peek(); !ok || !isWord(w.s, "waiting") {
+		if ok && w.s != "," {
+			p.i++ // quote the word that stands where "waiting" should
+		}
+		return p.errorf("%q: want a limit such as \"1m0s of waiting\"", p.text[t.pos:p.end()])
+	}
+	p.i++
+	if !p.schedule {
+		return p.errorf("%q: waiting is a Schedule's limit, not part of a Value", p.text[t.pos:p.end()])
+	}
+	w, err := p.duration(t.s, "a limit on the waiting such as 1m0s (or leave the clause out for none)")
+	if err != nil {
+		return err
+	}
+	*d = w
+	return nil
+}
+
+// duration reads a duration above zero, with its unit in any case.
+func (p *policyParser) duration(s, want string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.ToLower(s))
+	if err != nil || d <= 0 {
+		err = p.errorf("%q is not a duration above zero: want %s", s, want)
+	}
+	return d, err
+}
+
+func (p *policyParser) next() token {
+	t := p.toks[p.i]
+	p.i++
+	return t
+}
+
+func (p *policyParser) peek() (token, bool) { return p.peekAt(0) }
+
+func (p *policyParser) peekAt(k int) (token, bool) {
+	if p.i+k < len(p.toks) {
+		return p.toks[p.i+k], true
+	}
+	return token{}, false
+}
+
+// end is the offset just past the last token read; at least one was.
+func (p *policyParser) end() int {
+	t := p.toks[p.i-1]
+	return t.pos + len(t.s)
+}
+
+// rest is the text from t to the end.
+func (p *policyParser) rest(t token) string { return p.text[t.pos:] }
+
+func (p *policyParser) limitsHint() string {
+	if p.schedule {
+		return `, "N retries" or "D of waiting"`
+	}
+	return ""
+}
+
+func (p *policyParser) errorf(format string, args ...any) error {
+	form := valueForm
+	if p.schedule {
+		form = scheduleForm
+	}
+	return fmt.Errorf("backoff: policy %q: %s (the form: %q)", p.text, fmt.Sprintf(format, args...), form)
+}
+
+// jitterFirst is the error for text that starts with a jitter, or a word
+// near one, where the curve should be ("full jitter", "ful jiter"): it says
+// the curve is missing, and names what is misspelt. It returns nil when the
+// first word is not a jitter's.
+func (p *policyParser) jitterFirst(first token) error {
+	name, exact := strings.ToLower(first.s), true
+	if !isJitterName(name) {
+		m, ok := nearJitter(first.s)
+		if !ok {
+			return nil
+		}
+		name, exact = m, false
+	}
+	var misspelt []string
+	if !exact {
+		misspelt = append(misspelt, fmt.Sprintf("%q for %q", first.s, name))
+	}
+	if w, ok := p.peek(); ok && !isWord(w.s, "jitter") && near(strings.ToLower(w.s), "jitter") {
+		misspelt = append(misspelt, fmt.Sprintf("%q for \"jitter\"", w.s))
+	}
+	msg := fmt.Sprintf("the curve is missing: a policy starts with a base wait such as 100ms (or \"no wait\"), and the jitter follows it after a comma, as in \"100ms, %s jitter\"", name)
+	if len(misspelt) > 0 {
+		msg += "; misspelt: " + strings.Join(misspelt, ", ")
+	}
+	return p.errorf("%s", msg)
+}
+
+// isJitterName reports whether s (in lower case) names a jitter clause's
+// first word.
+func isJitterName(s string) bool {
+	if s == "no" {
+		return true
+	}
+	for m, name := range modeNames {
+		if JitterMode(m) != JitterNone && s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// nearJitter returns the jitter name s is a near miss of: one or two
+// letters added, dropped or changed ("ful", "equl", "decorelated").
+func nearJitter(s string) (string, bool) {
+	s = strings.ToLower(s)
+	for m, name := range modeNames {
+		if JitterMode(m) != JitterNone && near(s, name) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// near reports whether a and b differ, by at most two edits for words of
+// five letters or more and one for shorter ones. Equal words are not near.
+func near(a, b string) bool {
+	if a == b {
+		return false
+	}
+	limit := 1
+	if len(b) >= 5 {
+		limit = 2
+	}
+	return editDistance(a, b, limit) <= limit
+}
+
+// editDistance is the Levenshtein distance between a and b, or limit+1
+// once it is sure to be more than limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// isWord reports whether s is the word w, in any case.
+func isWord(s, w string) bool { return strings.EqualFold(s, w) }
+
+// String returns the policy as one line, such as "100ms×2 up to 30s, full
+// jitter, 5 retries, 1m0s of waiting": the Curve as [Value.String] writes it,
+// then a clause for each limit that is set ("1 retry" in the singular). It
+// is the form MarshalText writes and UnmarshalText reads. Deadline and Rand
+// are not policy and are not written, nor is the state of the sequence.
+func (s Schedule) String() string { return string(s.appendText(nil)) }
+
+// MarshalText implements [encoding.TextMarshaler]: it returns String's form.
+// It never returns an error.
+func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler]: it reads the form
+// String writes, so that encoding/json, [flag.TextVar], YAML and TOML
+// libraries and environment loaders read a whole retry policy from one
+// string:
+//
+//	schedule = value [", " n " retries"] [", " duration " of waiting"]
+//
+// where value is the form [Value.UnmarshalText] reads, with its lenient
+// spellings; the clauses after the curve (jitter, retries, waiting) come in
+// any order, each at most once. The retries clause is a whole number ≥ 1
+// and "retries" or "retry", whichever the number ("1 retries" and "5 retry"
+// are read too). Omitted limits are none. "0 retries", a waiting limit that is not a duration above zero,
+// and everything Value.UnmarshalText rejects are errors that quote the part
+// that could not be read, and leave s unchanged.
+//
+// On success it sets Curve, MaxRetries and MaxElapsed and starts the
+// sequence over, as Reset does; Deadline and Rand are left as they were.
+func (s *Schedule) UnmarshalText(b []byte) error {
+	p, err := parsePolicy(string(b), true)
+	if err != nil {
+		return err
+	}
+	s.Curve, s.MaxRetries, s.MaxElapsed = p.curve, p.retries, p.waiting
+	s.Reset()
+	return nil
+}
+
+// appendText appends String's form to b.
+func (s Schedule) appendText(b []byte) []byte {
+	b = s.Curve.appendText(b)
+	if s.MaxRetries > 0 {
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(s.MaxRetries), 10)
+		if s.MaxRetries == 1 {
+			b = append(b, " retry"...)
+		} else {
+			b = append(b, " retries"...)
+		}
+	}
+	if s.MaxElapsed > 0 {
+		b = append(b, ", "...)
+		b = append(b, s.MaxElapsed.String()...)
+		b = append(b, " of waiting"...)
+	}
+	return b
+}
