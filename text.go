@@ -14,6 +14,7 @@ import (
 // doc comments of Value.UnmarshalText and Schedule.UnmarshalText; the
 // reader is a hand-written scanner over tokens, so that every error can
 // quote what it could not read.
+
 // String returns the policy as one line, for logs, flags and configuration
 // files, such as "100ms×2 up to 30s, full jitter": the form [Value.MarshalText]
 // writes and [Value.UnmarshalText] reads. It shows the values the curve
