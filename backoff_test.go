@@ -238,7 +238,7 @@ func TestDoubledShortcut(t *testing.T) {
 		{100 * ms, 30 * time.Second, math.Nextafter(1, 2), 3, 0, false},
 		{100 * ms, 30 * time.Second, 3, 3, 0, false},
 		{100 * ms, 30 * time.Second, 4, 3, 0, false},
-		{100 * ms, 30 * time.Second, math.Copysign(0, -1), 3, 0, false},
+		{100 * ms, 30 * time.Second, math.Copysign(0, -1), 3, 400 * ms, true},
 		{100 * ms, 30 * time.Second, math.NaN(), 3, 0, false},
 		{100 * ms, 30 * time.Second, -2, 3, 0, false},
 		{0, 30 * time.Second, 2, 3, 0, false},
@@ -254,8 +254,8 @@ func TestDoubledShortcut(t *testing.T) {
 		if !ok { // declined: Grow's general path gives the answer
 			continue
 		}
-		if g := grow(tt.base, tt.ceiling, tt.m, tt.attempt); g != got {
-			t.Errorf("doubled(%v, %v, %v, %d) = %v, but grow gives %v", tt.base, tt.ceiling, tt.m, tt.attempt, got, g)
+		if g := Grow(tt.base, tt.ceiling, tt.m, tt.attempt); g != got {
+			t.Errorf("doubled(%v, %v, %v, %d) = %v, but Grow gives %v", tt.base, tt.ceiling, tt.m, tt.attempt, got, g)
 		}
 	}
 }

@@ -31,33 +31,6 @@ const maxDuration = time.Duration(math.MaxInt64)
 // 2^53 ns (about 104 days); past that a result may differ from the exact
 // product by a few nanoseconds.
 func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Duration {
-	if d, ok := doubled(base, ceiling, multiplier, attempt); ok {
-		return d
-	}
-	return grow(base, ceiling, multiplier, attempt)
-}
-
-// doubled is Grow's common case, small enough to inline into Grow's callers:
-// a positive base doubling (the zero multiplier, or 2) under a set ceiling
-// is a shift, or the ceiling once the shift would pass it. It reports false
-// for every other case. An attempt below 1 is read as 1, as in Grow.
-func doubled(base, ceiling time.Duration, multiplier float64, attempt int) (time.Duration, bool) {
-	// 2 and +0 are the float64s with no bit set but bit 62 (2's exponent):
-	// one integer compare instead of two float ones. −0 and NaN fall
-	// through to grow, which gives the same answer.
-	if m := math.Float64bits(multiplier); base <= 0 || ceiling <= 0 || m|1<<62 != 1<<62 {
-		return 0, false
-	}
-	// Past 62 doublings base > ceiling>>n; the bound also spares the shift
-	// the masking Go's semantics need for a count of 64 or more.
-	if n := uint(max(attempt, 1) - 1); n < 63 && base <= ceiling>>n {
-		return base << n, true
-	}
-	return ceiling, true
-}
-
-// grow is Grow without the inlined shortcut.
-func grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Duration {
 	if base <= 0 {
 		return 0
 	}

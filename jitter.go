@@ -2,7 +2,6 @@ package backoff
 
 import (
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"time"
 )
@@ -13,50 +12,27 @@ import (
 // that Value.Delay and Schedule.Next draw from.
 
 // uniform returns a wait drawn uniformly from [lo, hi], both ends included,
-// from r, or from math/rand/v2's package-level source when r is nil. It
-// returns lo when hi ≤ lo. hi−lo+1 ≤ 2^63 always fits a uint64, which is
-// why the draw is over uint64 and never Int64N(d+1), which overflows at
-// d = math.MaxInt64.
+// from r, or from math/rand/v2's package-level source when r is nil: every
+// draw of the package is made here, but for delay's written-out one. It
+// returns lo, drawing nothing, when hi ≤ lo. hi−lo+1 ≤ 2^63 always fits a
+// uint64, which is why the draw is over uint64 and never Int64N(d+1), which
+// overflows at d = math.MaxInt64.
 func uniform(r *rand.Rand, lo, hi time.Duration) time.Duration {
-	if r == nil {
-		return between(lo, hi)
-	}
 	if hi <= lo {
 		return lo
 	}
-	return lo + time.Duration(r.Uint64N(uint64(hi-lo)+1))
-}
-
-// between is uniform over [lo, hi], lo ≤ hi, from the package-level source:
-// every draw of the package is made here. The reduction is Lemire's
-// multiply-and-reject, as math/rand/v2's Uint64N does it, written out so
-// that the only call is rand.Uint64's (to the global Rand's Source): the
-// package-level Uint64N would add a call to its own reduction, which does
-// not inline (callgrind: 22 instructions of the floor's 110 a draw).
-func between(lo, hi time.Duration) time.Duration {
-	n := uint64(hi-lo) + 1 // lo ≤ hi, so 1 ≤ n ≤ 2^63
-	x, frac := bits.Mul64(rand.Uint64(), n)
-	if frac < n {
-		x = reject(n, x, frac)
+	n := uint64(hi-lo) + 1
+	if r == nil {
+		return lo + time.Duration(rand.Uint64N(n))
 	}
-	return lo + time.Duration(x)
-}
-
-// reject redraws while the draw falls among the 2^64 mod n values that would
-// bias the result; it is reached with probability below n/2^64.
-func reject(n, x, frac uint64) uint64 {
-	thresh := -n % n
-	for frac < thresh {
-		x, frac = bits.Mul64(rand.Uint64(), n)
-	}
-	return x
+	return lo + time.Duration(r.Uint64N(n))
 }
 
 // Full returns a wait drawn uniformly from [0, delay], both ends included.
 // A delay of zero or less gives 0; delay = math.MaxInt64 is drawn from in
 // full. It is safe for concurrent use.
 func Full(delay time.Duration) time.Duration {
-	return between(0, max(delay, 0))
+	return uniform(nil, 0, max(delay, 0))
 }
 
 // Equal returns a wait drawn uniformly from [delay/2, delay], both ends
@@ -64,7 +40,7 @@ func Full(delay time.Duration) time.Duration {
 // It is safe for concurrent use.
 func Equal(delay time.Duration) time.Duration {
 	delay = max(delay, 0)
-	return between(delay/2, delay)
+	return uniform(nil, delay/2, delay)
 }
 
 // Widen returns delay plus a random fraction of delay drawn from
@@ -78,7 +54,7 @@ func Equal(delay time.Duration) time.Duration {
 // up on it by a clamp. It is safe for concurrent use.
 func Widen(delay time.Duration, jitter float64) time.Duration {
 	lo, hi := widenRange(delay, NormalJitter(jitter), maxDuration)
-	return between(lo, hi)
+	return uniform(nil, lo, hi)
 }
 
 // widenRange returns the interval Widen draws from for a normalised jitter,
@@ -120,7 +96,7 @@ func symmetricRange(g time.Duration, j float64, limit time.Duration) (lo, hi tim
 // does that for you.
 func Decorrelate(base, ceiling, previous time.Duration) time.Duration {
 	lo, hi := decorrelateRange(base, ceiling, previous)
-	return between(lo, hi)
+	return uniform(nil, lo, hi)
 }
 
 func decorrelateRange(base, ceiling, previous time.Duration) (lo, hi time.Duration) {
@@ -153,7 +129,7 @@ func decorrelateRange(base, ceiling, previous time.Duration) (lo, hi time.Durati
 // kept, as Widen keeps it.) It is safe for concurrent use.
 func AddJitter(interval, jitter time.Duration) time.Duration {
 	lo, hi := addJitterRange(interval, jitter)
-	return between(lo, hi)
+	return uniform(nil, lo, hi)
 }
 
 func addJitterRange(interval, jitter time.Duration) (lo, hi time.Duration) {
