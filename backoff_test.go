@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -39,62 +40,26 @@ var (
 	allModes     = append(definedModes[:len(definedModes):len(definedModes)], 6, 255) // and two this package does not define
 )
 
+// grids runs the hostile grids whole: TestValueHostile and
+// TestPolicyTextRoundTrip, about 4 million configurations, which take
+// seconds. Without it each checks one configuration in 16, a stride that
+// walks every row of each axis; the fuzzers cover the space between. CI
+// runs them whole: go test -run 'Hostile|RoundTrip' . -grids
+var grids = flag.Bool("grids", false, "check the hostile grids whole, not one configuration in 16")
+
+// sample returns a func that reports true for one call in 16, or for every
+// call with -grids.
+func sample() func() bool {
+	n := 0
+	return func() bool { n++; return *grids || n%16 == 1 }
+}
+
 // ceilingOf is the bound no wait may pass for a MaxDelay.
 func ceilingOf(maxDelay time.Duration) time.Duration {
 	if maxDelay <= 0 {
 		return math.MaxInt64
 	}
 	return maxDelay
-}
-
-// TestTerminates runs every loop in the package (the squaring in Grow, the
-// rejection in the draws, the digits of a Retry-After, the policy scanner)
-// and crashes the test binary if they have not returned after a generous
-// time: a loop that no longer ends is a failure here, not a hang later. It
-// comes first, so that no other test hangs on such a loop before it. The
-// bound is a liveness check (the work takes microseconds), not a speed
-// assertion.
-func TestTerminates(t *testing.T) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, m := range []float64{1.5, 3, math.Nextafter(1, 2), 1.0001, 1e3} {
-			for _, a := range []int{2, 3, 7, 40, 1 << 40, math.MaxInt} {
-				Grow(time.Millisecond, 0, m, a)
-				Grow(time.Millisecond, time.Hour, m, a)
-			}
-		}
-		const max = time.Duration(math.MaxInt64)
-		r := rand.New(rand.NewPCG(1, 1))
-		for range 200 { // about one draw in four takes the rejection step
-			Equal(max)
-			Decorrelate(1, 0, max/5)
-			uniform(r, max/2, max)
-		}
-		ParseRetryAfter(" 0123456789012345678901234567890 ", time.Now())
-		ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", time.Now())
-		// Every limit ends a loop that asks until told no.
-		for _, s := range []Schedule{
-			{MaxRetries: 3},
-			{Curve: Value{BaseDelay: time.Second}, MaxElapsed: time.Minute},
-			{Curve: Value{BaseDelay: time.Second, JitterMode: JitterNone}, MaxRetries: 2, MaxElapsed: time.Hour},
-		} {
-			for {
-				if _, ok := s.Next(); !ok {
-					break
-				}
-			}
-		}
-		var s Schedule
-		for _, text := range []string{"100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting", "1s, 2 retries, equal jitter, 3m of waiting", "no wait", "100ms,, x", "1 m 30 s x 2 h", "ful jiter"} {
-			_ = s.UnmarshalText([]byte(text))
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		panic("TestTerminates: the package's loops did not return within 30s: a loop that does not end")
-	}
 }
 
 func TestNormalMultiplier(t *testing.T) {
@@ -390,10 +355,14 @@ func checkValue(t *testing.T, v Value, attempt int) {
 // TestValueHostile sweeps every field over hostile values.
 func TestValueHostile(t *testing.T) {
 	t.Parallel()
+	sampled := sample()
 	for _, mode := range allModes {
 		for _, b := range hostileDurations {
 			for _, c := range hostileDurations {
 				for _, m := range hostileFloats {
+					if !sampled() {
+						continue
+					}
 					jitters := []float64{0.2} // only JitterAdditive and JitterSymmetric read Jitter
 					if mode.readsJitter() {
 						jitters = []float64{math.NaN(), math.Inf(-1), -1, 0, 0x1p-1074, 1e-17, 0.2, 1, 2, math.Inf(1)}
@@ -923,167 +892,160 @@ func TestScheduleOverride(t *testing.T) {
 	}
 }
 
-// fakeClock stands in for the clock Next reads, for one test: it returns
-// the time set last, and counts its reads.
-func fakeClock(t *testing.T, at time.Time) (set func(time.Time), reads *int) {
-	t.Helper()
-	cur, n := at, 0
-	clock = func() time.Time { n++; return cur }
-	t.Cleanup(func() { clock = time.Now })
-	return func(x time.Time) { cur = x }, &n
-}
-
 // TestScheduleDeadline: a wait that would end after Deadline is refused, and
 // refused again until Reset, which keeps Deadline.
 func TestScheduleDeadline(t *testing.T) {
-	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
-	set, _ := fakeClock(t, t0)
-	s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: t0.Add(time.Second)}
-	if d, ok := s.Next(); d != 300*time.Millisecond || !ok {
-		t.Fatalf("Next() = %v, %v, want 300ms, true", d, ok)
-	}
-	set(t0.Add(300 * time.Millisecond))
-	if d, ok := s.Next(); d != 600*time.Millisecond || !ok { // ends at t0+900ms
-		t.Fatalf("Next() = %v, %v, want 600ms, true", d, ok)
-	}
-	set(t0.Add(900 * time.Millisecond))
-	if d, ok := s.Next(); d != 0 || ok { // 1.2s would end at t0+2.1s
-		t.Fatalf("Next() with 100ms left = %v, %v, want 0, false", d, ok)
-	}
-	set(t0) // time does not run backwards, but were it to: still over
-	if d, ok := s.Next(); d != 0 || ok {
-		t.Fatalf("Next() after false = %v, %v, want 0, false until Reset", d, ok)
-	}
-	if s.Attempt() != 2 || s.Elapsed() != 900*time.Millisecond {
-		t.Errorf("Attempt(), Elapsed() = %d, %v, want 2, 900ms: a refused wait is not counted", s.Attempt(), s.Elapsed())
-	}
-	s.Reset()
-	if s.Deadline != t0.Add(time.Second) {
-		t.Fatalf("Reset dropped Deadline: %v", s.Deadline)
-	}
-	if d, ok := s.Next(); d != 300*time.Millisecond || !ok {
-		t.Fatalf("Next() after Reset = %v, %v, want 300ms, true", d, ok)
-	}
-
-	// The edge: a wait ending at Deadline is handed out, one ending a
-	// nanosecond after is not.
-	set(t0)
-	for _, tt := range []struct {
-		deadline time.Time
-		ok       bool
-	}{
-		{t0.Add(300 * time.Millisecond), true},
-		{t0.Add(300*time.Millisecond - 1), false},
-		{t0, false},
-		{t0.Add(-time.Hour), false},
-		{time.Unix(0, 0), false},
-		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), true},
-	} {
-		s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: tt.deadline}
-		if _, ok := s.Next(); ok != tt.ok {
-			t.Errorf("Deadline now%+v: Next() ok = %v, want %v", tt.deadline.Sub(t0), ok, tt.ok)
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		set := func(at time.Time) { time.Sleep(at.Sub(time.Now())) }
+		s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: t0.Add(time.Second)}
+		if d, ok := s.Next(); d != 300*time.Millisecond || !ok {
+			t.Fatalf("Next() = %v, %v, want 300ms, true", d, ok)
 		}
-	}
-	// A zero wait still needs the deadline not to have passed.
-	s = Schedule{Deadline: t0}
-	if _, ok := s.Next(); !ok {
-		t.Errorf("zero wait at the deadline: Next() = false, want true")
-	}
-	s = Schedule{Deadline: t0.Add(-1)}
-	if _, ok := s.Next(); ok {
-		t.Errorf("zero wait past the deadline: Next() = true, want false")
-	}
+		set(t0.Add(300 * time.Millisecond))
+		if d, ok := s.Next(); d != 600*time.Millisecond || !ok { // ends at t0+900ms
+			t.Fatalf("Next() = %v, %v, want 600ms, true", d, ok)
+		}
+		set(t0.Add(900 * time.Millisecond))
+		if d, ok := s.Next(); d != 0 || ok { // 1.2s would end at t0+2.1s
+			t.Fatalf("Next() with 100ms left = %v, %v, want 0, false", d, ok)
+		}
+		if d, ok := s.Next(); d != 0 || ok {
+			t.Fatalf("Next() after false = %v, %v, want 0, false until Reset", d, ok)
+		}
+		if s.Attempt() != 2 || s.Elapsed() != 900*time.Millisecond {
+			t.Errorf("Attempt(), Elapsed() = %d, %v, want 2, 900ms: a refused wait is not counted", s.Attempt(), s.Elapsed())
+		}
+		s.Reset()
+		if s.Deadline != t0.Add(time.Second) {
+			t.Fatalf("Reset dropped Deadline: %v", s.Deadline)
+		}
+		if d, ok := s.Next(); d != 0 || ok { // the first wait again, 300ms, with 100ms left
+			t.Fatalf("Next() after Reset = %v, %v, want 0, false: Reset keeps Deadline", d, ok)
+		}
+
+		// The edge: a wait ending at Deadline is handed out, one ending a
+		// nanosecond after is not.
+		t0 = time.Now()
+		for _, tt := range []struct {
+			deadline time.Time
+			ok       bool
+		}{
+			{t0.Add(300 * time.Millisecond), true},
+			{t0.Add(300*time.Millisecond - 1), false},
+			{t0, false},
+			{t0.Add(-time.Hour), false},
+			{time.Unix(0, 0), false},
+			{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), true},
+		} {
+			s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: tt.deadline}
+			if _, ok := s.Next(); ok != tt.ok {
+				t.Errorf("Deadline now%+v: Next() ok = %v, want %v", tt.deadline.Sub(t0), ok, tt.ok)
+			}
+		}
+		// A zero wait still needs the deadline not to have passed.
+		s = Schedule{Deadline: t0}
+		if _, ok := s.Next(); !ok {
+			t.Errorf("zero wait at the deadline: Next() = false, want true")
+		}
+		s = Schedule{Deadline: t0.Add(-1)}
+		if _, ok := s.Next(); ok {
+			t.Errorf("zero wait past the deadline: Next() = true, want false")
+		}
+	})
 }
 
 // TestScheduleDeadlineOverride: a server's Retry-After is refused like any
 // other wait that would end after Deadline, and MaxDelay does not cap it.
 func TestScheduleDeadlineOverride(t *testing.T) {
-	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
-	fakeClock(t, t0)
-	s := Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, JitterMode: JitterNone}, Deadline: t0.Add(1500 * time.Millisecond)}
-	s.Override(1400 * time.Millisecond) // fits, above MaxDelay
-	if d, ok := s.Next(); d != 1400*time.Millisecond || !ok {
-		t.Fatalf("Next() after Override(1.4s) = %v, %v, want 1.4s, true", d, ok)
-	}
-	s.Reset()
-	s.Override(3 * time.Second) // Retry-After: 3, with 1.5s left
-	if d, ok := s.Next(); d != 0 || ok {
-		t.Fatalf("Next() after Override(3s) = %v, %v, want 0, false", d, ok)
-	}
-	if d, ok := s.Next(); d != 0 || ok { // the curve's 10ms would fit, but the sequence is over
-		t.Fatalf("Next() after a refused override = %v, %v, want 0, false", d, ok)
-	}
-	// Without MaxElapsed or Deadline, nothing caps an override.
-	s = Schedule{Curve: Value{BaseDelay: time.Second, MaxDelay: 10 * time.Second}, MaxRetries: 5}
-	s.Override(24 * time.Hour)
-	if d, ok := s.Next(); d != 24*time.Hour || !ok {
-		t.Fatalf("Next() after Override(24h), no limit on time = %v, %v, want 24h, true", d, ok)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		s := Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, JitterMode: JitterNone}, Deadline: t0.Add(1500 * time.Millisecond)}
+		s.Override(1400 * time.Millisecond) // fits, above MaxDelay
+		if d, ok := s.Next(); d != 1400*time.Millisecond || !ok {
+			t.Fatalf("Next() after Override(1.4s) = %v, %v, want 1.4s, true", d, ok)
+		}
+		s.Reset()
+		s.Override(3 * time.Second) // Retry-After: 3, with 1.5s left
+		if d, ok := s.Next(); d != 0 || ok {
+			t.Fatalf("Next() after Override(3s) = %v, %v, want 0, false", d, ok)
+		}
+		if d, ok := s.Next(); d != 0 || ok { // the curve's 10ms would fit, but the sequence is over
+			t.Fatalf("Next() after a refused override = %v, %v, want 0, false", d, ok)
+		}
+		// Without MaxElapsed or Deadline, nothing caps an override.
+		s = Schedule{Curve: Value{BaseDelay: time.Second, MaxDelay: 10 * time.Second}, MaxRetries: 5}
+		s.Override(24 * time.Hour)
+		if d, ok := s.Next(); d != 24*time.Hour || !ok {
+			t.Fatalf("Next() after Override(24h), no limit on time = %v, %v, want 24h, true", d, ok)
+		}
+	})
 }
 
 // TestScheduleErr: Err names the limit that ended the sequence, keeps
 // naming it until Reset, and reports MaxRetries before MaxElapsed before
 // Deadline when several refuse the same wait.
 func TestScheduleErr(t *testing.T) {
-	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
-	fakeClock(t, t0)
-	curve := Value{BaseDelay: time.Second, JitterMode: JitterNone} // 1s, 2s, 4s, …
-	for _, tt := range []struct {
-		name  string
-		s     Schedule
-		waits int // handed out before the refusal
-		want  error
-	}{
-		{"no limit", Schedule{Curve: curve}, 20, nil},
-		{"MaxRetries", Schedule{Curve: curve, MaxRetries: 2}, 2, ErrMaxRetries},
-		{"MaxElapsed", Schedule{Curve: curve, MaxElapsed: 7 * time.Second}, 3, ErrMaxElapsed},
-		{"Deadline", Schedule{Curve: curve, Deadline: t0.Add(3 * time.Second)}, 2, ErrDeadline}, // the clock stands still: 4s does not fit
-		{"MaxRetries before MaxElapsed", Schedule{Curve: curve, MaxRetries: 3, MaxElapsed: 7 * time.Second}, 3, ErrMaxRetries},
-		{"MaxRetries before Deadline", Schedule{Curve: curve, MaxRetries: 2, Deadline: t0.Add(3 * time.Second)}, 2, ErrMaxRetries},
-		{"MaxElapsed before Deadline", Schedule{Curve: curve, MaxElapsed: 3 * time.Second, Deadline: t0.Add(3 * time.Second)}, 2, ErrMaxElapsed},
-		{"zero Schedule", Schedule{}, 20, nil},
-	} {
-		s := tt.s
-		for i := range tt.waits {
-			if _, ok := s.Next(); !ok {
-				t.Fatalf("%s: Next() #%d = false (Err %v), want true", tt.name, i+1, s.Err())
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		curve := Value{BaseDelay: time.Second, JitterMode: JitterNone} // 1s, 2s, 4s, …
+		for _, tt := range []struct {
+			name  string
+			s     Schedule
+			waits int // handed out before the refusal
+			want  error
+		}{
+			{"no limit", Schedule{Curve: curve}, 20, nil},
+			{"MaxRetries", Schedule{Curve: curve, MaxRetries: 2}, 2, ErrMaxRetries},
+			{"MaxElapsed", Schedule{Curve: curve, MaxElapsed: 7 * time.Second}, 3, ErrMaxElapsed},
+			{"Deadline", Schedule{Curve: curve, Deadline: t0.Add(3 * time.Second)}, 2, ErrDeadline}, // the clock stands still: 4s does not fit
+			{"MaxRetries before MaxElapsed", Schedule{Curve: curve, MaxRetries: 3, MaxElapsed: 7 * time.Second}, 3, ErrMaxRetries},
+			{"MaxRetries before Deadline", Schedule{Curve: curve, MaxRetries: 2, Deadline: t0.Add(3 * time.Second)}, 2, ErrMaxRetries},
+			{"MaxElapsed before Deadline", Schedule{Curve: curve, MaxElapsed: 3 * time.Second, Deadline: t0.Add(3 * time.Second)}, 2, ErrMaxElapsed},
+			{"zero Schedule", Schedule{}, 20, nil},
+		} {
+			s := tt.s
+			for i := range tt.waits {
+				if _, ok := s.Next(); !ok {
+					t.Fatalf("%s: Next() #%d = false (Err %v), want true", tt.name, i+1, s.Err())
+				}
+				if err := s.Err(); err != nil {
+					t.Fatalf("%s: Err() after a true Next = %v, want nil", tt.name, err)
+				}
 			}
+			if tt.want == nil {
+				continue
+			}
+			for range 2 { // and again: the refusal is sticky
+				if d, ok := s.Next(); ok || d != 0 {
+					t.Fatalf("%s: Next() after %d waits = %v, %v, want 0, false", tt.name, tt.waits, d, ok)
+				}
+				if err := s.Err(); err != tt.want {
+					t.Fatalf("%s: Err() = %v, want %v", tt.name, err, tt.want)
+				}
+			}
+			s.Reset()
 			if err := s.Err(); err != nil {
-				t.Fatalf("%s: Err() after a true Next = %v, want nil", tt.name, err)
+				t.Fatalf("%s: Err() after Reset = %v, want nil", tt.name, err)
+			}
+			if _, ok := s.Next(); !ok {
+				t.Fatalf("%s: Next() after Reset = false, want true", tt.name)
 			}
 		}
-		if tt.want == nil {
-			continue
+		// An override refused by the deadline says so too.
+		s := Schedule{Curve: curve, Deadline: t0.Add(time.Minute)}
+		s.Override(time.Hour)
+		if _, ok := s.Next(); ok || s.Err() != ErrDeadline {
+			t.Fatalf("Next() after Override(1h) with a minute left: ok %v, Err() %v, want false, %v", ok, s.Err(), ErrDeadline)
 		}
-		for range 2 { // and again: the refusal is sticky
-			if d, ok := s.Next(); ok || d != 0 {
-				t.Fatalf("%s: Next() after %d waits = %v, %v, want 0, false", tt.name, tt.waits, d, ok)
-			}
-			if err := s.Err(); err != tt.want {
-				t.Fatalf("%s: Err() = %v, want %v", tt.name, err, tt.want)
-			}
+		// Bad text does not touch the state; good text resets it.
+		s = Schedule{Curve: curve, MaxRetries: 1}
+		s.Next()
+		s.Next()
+		if err := s.UnmarshalText([]byte("1s, 2 retries")); err != nil || s.Err() != nil {
+			t.Fatalf("UnmarshalText: %v; Err() = %v, want nil (the sequence starts over)", err, s.Err())
 		}
-		s.Reset()
-		if err := s.Err(); err != nil {
-			t.Fatalf("%s: Err() after Reset = %v, want nil", tt.name, err)
-		}
-		if _, ok := s.Next(); !ok {
-			t.Fatalf("%s: Next() after Reset = false, want true", tt.name)
-		}
-	}
-	// An override refused by the deadline says so too.
-	s := Schedule{Curve: curve, Deadline: t0.Add(time.Minute)}
-	s.Override(time.Hour)
-	if _, ok := s.Next(); ok || s.Err() != ErrDeadline {
-		t.Fatalf("Next() after Override(1h) with a minute left: ok %v, Err() %v, want false, %v", ok, s.Err(), ErrDeadline)
-	}
-	// Bad text does not touch the state; good text resets it.
-	s = Schedule{Curve: curve, MaxRetries: 1}
-	s.Next()
-	s.Next()
-	if err := s.UnmarshalText([]byte("1s, 2 retries")); err != nil || s.Err() != nil {
-		t.Fatalf("UnmarshalText: %v; Err() = %v, want nil (the sequence starts over)", err, s.Err())
-	}
+	})
 }
 
 // TestErrDeadlineIsDeadlineExceeded: a loop that checks for a missed
@@ -1111,68 +1073,41 @@ func TestErrDeadlineIsDeadlineExceeded(t *testing.T) {
 	}
 }
 
-// TestScheduleClockRead: Next reads the clock once per wait with Deadline
-// set, and never without it.
-func TestScheduleClockRead(t *testing.T) {
-	t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
-	_, reads := fakeClock(t, t0)
-	for _, mode := range allModes {
-		s := Schedule{Curve: Value{BaseDelay: time.Millisecond, MaxDelay: time.Second, JitterMode: mode}, MaxRetries: 50, MaxElapsed: time.Hour}
-		for i := range 60 {
-			if i%5 == 0 {
-				s.Override(time.Millisecond)
+// TestScheduleDeadlineTimers runs a loop on timers under a context's
+// deadline, in virtual time: the Schedule ends it before the context
+// expires.
+func TestScheduleDeadlineTimers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		s := Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, JitterMode: JitterNone}}
+		s.Deadline, _ = ctx.Deadline()
+		timer := time.NewTimer(0)
+		<-timer.C
+		for {
+			wait, ok := s.Next()
+			if !ok {
+				break
 			}
-			s.Next()
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				t.Fatalf("slept into the deadline after %d waits (%v): the last wait was %v", s.Attempt(), s.Elapsed(), wait)
+			case <-timer.C:
+			}
 		}
-		s = Schedule{Curve: Value{BaseDelay: time.Millisecond, JitterMode: mode}, Rand: rand.New(rand.NewPCG(1, 1))}
-		for range 60 {
-			s.Next()
+		if ctx.Err() != nil {
+			t.Fatalf("Next() reported false only after the deadline passed")
 		}
-	}
-	if *reads != 0 {
-		t.Fatalf("Next() without Deadline read the clock %d times, want 0", *reads)
-	}
-	s := Schedule{Curve: Value{BaseDelay: time.Millisecond}, Deadline: t0.Add(time.Hour)}
-	for range 10 {
-		s.Next()
-	}
-	if *reads != 10 {
-		t.Fatalf("Next() ×10 with Deadline read the clock %d times, want 10", *reads)
-	}
-}
-
-// TestScheduleDeadlineRealClock runs a real loop, with real timers, under a
-// context's deadline: the Schedule ends it before the context expires.
-func TestScheduleDeadlineRealClock(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	s := Schedule{Curve: Value{BaseDelay: 10 * time.Millisecond, JitterMode: JitterNone}}
-	s.Deadline, _ = ctx.Deadline()
-	timer := time.NewTimer(0)
-	<-timer.C
-	for {
-		wait, ok := s.Next()
-		if !ok {
-			break
+		// 10+20+40+80ms fit in 300ms; the next wait, 160ms, cannot, and no
+		// wait could fit if the timers ran very late.
+		if n := s.Attempt(); n > 4 {
+			t.Errorf("handed out %d waits, want at most 4 within 300ms", n)
 		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			t.Fatalf("slept into the deadline after %d waits (%v): the last wait was %v", s.Attempt(), s.Elapsed(), wait)
-		case <-timer.C:
+		if next := Grow(10*time.Millisecond, 0, 2, s.Attempt()+1); !time.Now().Add(next).After(s.Deadline) {
+			t.Errorf("refused a wait of %v that would have ended by the deadline", next)
 		}
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("Next() reported false only after the deadline passed")
-	}
-	// 10+20+40+80ms fit in 300ms; the next wait, 160ms, cannot, and no
-	// wait could fit if the timers ran very late.
-	if n := s.Attempt(); n > 4 {
-		t.Errorf("handed out %d waits, want at most 4 within 300ms", n)
-	}
-	if next := Grow(10*time.Millisecond, 0, 2, s.Attempt()+1); !time.Now().Add(next).After(s.Deadline) {
-		t.Errorf("refused a wait of %v that would have ended by the deadline", next)
-	}
+	})
 }
 
 // TestScheduleDecorrelated checks the real loop: each wait is drawn from the
@@ -1355,66 +1290,68 @@ func FuzzSchedule(f *testing.F) {
 	f.Add(int64(math.MaxInt64), int64(0), math.Inf(1), math.NaN(), uint8(3), 0, int64(0), int64(time.Second), uint64(7), "oooooooooo")
 	f.Add(int64(time.Second), int64(0), 1.5, 0.0, uint8(4), 0, int64(0), int64(-1), uint64(3), "nnnrnn")
 	f.Fuzz(func(t *testing.T, base, ceiling int64, mult, jitter float64, mode uint8, maxRetries int, maxElapsed, deadline int64, seed uint64, ops string) {
-		// The clock stands still at t0; Deadline, when set, is t0+deadline.
-		t0 := time.Date(2026, time.November, 30, 12, 0, 0, 0, time.UTC)
-		fakeClock(t, t0)
-		s := Schedule{
-			Curve:      Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: mult, Jitter: jitter, JitterMode: JitterMode(mode)},
-			MaxRetries: maxRetries,
-			MaxElapsed: time.Duration(maxElapsed),
-			Rand:       rand.New(rand.NewPCG(seed, seed)),
-		}
-		if deadline != 0 {
-			s.Deadline = t0.Add(time.Duration(deadline))
-		}
-		limit := ceilingOf(s.Curve.MaxDelay)
-		stopped, overridden := false, false
-		for i, op := range []byte(ops) {
-			switch op % 3 {
-			case 0:
-				s.Override(time.Duration(int64(seed) >> (i % 64)))
-				overridden = true
-			case 1:
-				s.Reset()
-				stopped, overridden = false, false
-				if s.Err() != nil {
-					t.Fatalf("Err() after Reset = %v, want nil", s.Err())
-				}
-			default:
-				before, beforeAttempt := s.Elapsed(), s.Attempt()
-				d, ok := s.Next()
-				switch {
-				case !ok && d != 0:
-					t.Fatalf("Next() = %v, false, want 0 with false", d)
-				case ok && stopped:
-					t.Fatalf("Next() = %v, true after a false, want false until Reset", d)
-				case d < 0:
-					t.Fatalf("Next() = %v, want non-negative", d)
-				case ok && !overridden && d > limit:
-					t.Fatalf("Next() = %v, want at most %v", d, limit)
-				case ok && s.MaxElapsed > 0 && s.Elapsed() > s.MaxElapsed:
-					t.Fatalf("Elapsed() = %v past MaxElapsed %v", s.Elapsed(), s.MaxElapsed)
-				case ok && deadline != 0 && d > s.Deadline.Sub(t0):
-					t.Fatalf("Next() = %v, true, which ends after Deadline (t0%+v)", d, time.Duration(deadline))
-				case ok && s.MaxRetries > 0 && s.Attempt() > s.MaxRetries:
-					t.Fatalf("Attempt() = %d past MaxRetries %d", s.Attempt(), s.MaxRetries)
-				case ok && (s.Attempt() != beforeAttempt+1 || s.Elapsed() < before):
-					t.Fatalf("after Next: Attempt() %d→%d, Elapsed() %v→%v", beforeAttempt, s.Attempt(), before, s.Elapsed())
-				case ok && s.Err() != nil:
-					t.Fatalf("Next() = %v, true with Err() = %v, want nil", d, s.Err())
-				case !ok && s.Err() != ErrMaxRetries && s.Err() != ErrMaxElapsed && s.Err() != ErrDeadline:
-					t.Fatalf("Next() = false with Err() = %v, want one of the three limits", s.Err())
-				case !ok && s.Err() == ErrMaxRetries && (s.MaxRetries <= 0 || s.Attempt() < s.MaxRetries):
-					t.Fatalf("Err() = ErrMaxRetries after %d waits, MaxRetries %d", s.Attempt(), s.MaxRetries)
-				case !ok && s.Err() == ErrMaxElapsed && s.MaxElapsed <= 0:
-					t.Fatalf("Err() = ErrMaxElapsed without MaxElapsed")
-				case !ok && s.Err() == ErrDeadline && deadline == 0:
-					t.Fatalf("Err() = ErrDeadline without Deadline")
-				}
-				stopped = stopped || !ok
-				overridden = false
+		synctest.Test(t, func(t *testing.T) {
+			// In the bubble the clock stands still at t0; Deadline, when set,
+			// is t0+deadline.
+			t0 := time.Now()
+			s := Schedule{
+				Curve:      Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: mult, Jitter: jitter, JitterMode: JitterMode(mode)},
+				MaxRetries: maxRetries,
+				MaxElapsed: time.Duration(maxElapsed),
+				Rand:       rand.New(rand.NewPCG(seed, seed)),
 			}
-		}
+			if deadline != 0 {
+				s.Deadline = t0.Add(time.Duration(deadline))
+			}
+			limit := ceilingOf(s.Curve.MaxDelay)
+			stopped, overridden := false, false
+			for i, op := range []byte(ops) {
+				switch op % 3 {
+				case 0:
+					s.Override(time.Duration(int64(seed) >> (i % 64)))
+					overridden = true
+				case 1:
+					s.Reset()
+					stopped, overridden = false, false
+					if s.Err() != nil {
+						t.Fatalf("Err() after Reset = %v, want nil", s.Err())
+					}
+				default:
+					before, beforeAttempt := s.Elapsed(), s.Attempt()
+					d, ok := s.Next()
+					switch {
+					case !ok && d != 0:
+						t.Fatalf("Next() = %v, false, want 0 with false", d)
+					case ok && stopped:
+						t.Fatalf("Next() = %v, true after a false, want false until Reset", d)
+					case d < 0:
+						t.Fatalf("Next() = %v, want non-negative", d)
+					case ok && !overridden && d > limit:
+						t.Fatalf("Next() = %v, want at most %v", d, limit)
+					case ok && s.MaxElapsed > 0 && s.Elapsed() > s.MaxElapsed:
+						t.Fatalf("Elapsed() = %v past MaxElapsed %v", s.Elapsed(), s.MaxElapsed)
+					case ok && deadline != 0 && d > s.Deadline.Sub(t0):
+						t.Fatalf("Next() = %v, true, which ends after Deadline (t0%+v)", d, time.Duration(deadline))
+					case ok && s.MaxRetries > 0 && s.Attempt() > s.MaxRetries:
+						t.Fatalf("Attempt() = %d past MaxRetries %d", s.Attempt(), s.MaxRetries)
+					case ok && (s.Attempt() != beforeAttempt+1 || s.Elapsed() < before):
+						t.Fatalf("after Next: Attempt() %d→%d, Elapsed() %v→%v", beforeAttempt, s.Attempt(), before, s.Elapsed())
+					case ok && s.Err() != nil:
+						t.Fatalf("Next() = %v, true with Err() = %v, want nil", d, s.Err())
+					case !ok && s.Err() != ErrMaxRetries && s.Err() != ErrMaxElapsed && s.Err() != ErrDeadline:
+						t.Fatalf("Next() = false with Err() = %v, want one of the three limits", s.Err())
+					case !ok && s.Err() == ErrMaxRetries && (s.MaxRetries <= 0 || s.Attempt() < s.MaxRetries):
+						t.Fatalf("Err() = ErrMaxRetries after %d waits, MaxRetries %d", s.Attempt(), s.MaxRetries)
+					case !ok && s.Err() == ErrMaxElapsed && s.MaxElapsed <= 0:
+						t.Fatalf("Err() = ErrMaxElapsed without MaxElapsed")
+					case !ok && s.Err() == ErrDeadline && deadline == 0:
+						t.Fatalf("Err() = ErrDeadline without Deadline")
+					}
+					stopped = stopped || !ok
+					overridden = false
+				}
+			}
+		})
 	})
 }
 
@@ -1932,10 +1869,14 @@ func checkValueRoundTrip(t *testing.T, v Value) {
 func TestPolicyTextRoundTrip(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(13, 14))
+	sampled := sample()
 	for _, mode := range allModes {
 		for _, b := range hostileDurations {
 			for _, c := range hostileDurations {
 				for _, m := range hostileFloats {
+					if !sampled() {
+						continue
+					}
 					checkValueRoundTrip(t, Value{BaseDelay: b, MaxDelay: c, Multiplier: m, Jitter: m - 1, JitterMode: mode})
 				}
 			}

@@ -18,7 +18,7 @@ const maxDuration = time.Duration(math.MaxInt64)
 
 var allModes = []backoff.JitterMode{
 	backoff.JitterFull, backoff.JitterEqual, backoff.JitterDecorrelated,
-	backoff.JitterAdditive, backoff.JitterNone,
+	backoff.JitterAdditive, backoff.JitterNone, backoff.JitterSymmetric,
 }
 
 // The hand-written `delay *= 2` loop, the first backoff most people write:

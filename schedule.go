@@ -82,10 +82,6 @@ func (deadlineError) Unwrap() error { return context.DeadlineExceeded }
 // asks a net.Error whether it timed out.
 func (deadlineError) Timeout() bool { return true }
 
-// clock is what Next reads when Deadline is set. Only tests replace it,
-// to show that Next never reads it otherwise.
-var clock = time.Now
-
 // Next returns the wait before the next attempt and true, and advances the
 // sequence; the first call gives the curve's wait for attempt 1. It returns
 // 0, false when the sequence is over: MaxRetries waits were handed out, the
@@ -134,7 +130,7 @@ func (s *Schedule) Next() (time.Duration, bool) {
 
 // late reports whether a wait of d would end after Deadline, reading the
 // clock: only Next calls it, and only with Deadline set.
-func (s *Schedule) late(d time.Duration) bool { return d > s.Deadline.Sub(clock()) }
+func (s *Schedule) late(d time.Duration) bool { return d > time.Until(s.Deadline) }
 
 // draw is the curve's next wait: the decorrelated step from the previous
 // wait, or the curve's own draw at the next step, from Rand when it is set.
