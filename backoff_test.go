@@ -17,6 +17,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 )
 
 // Hostile values for every field, shared by the sweeps below.
@@ -527,6 +528,10 @@ func TestValueString(t *testing.T) {
 		{Value{BaseDelay: time.Second, MaxDelay: time.Minute, Jitter: 7, JitterMode: JitterAdditive}, "1s×2 up to 1m0s, additive jitter 1"},
 		{Value{BaseDelay: time.Second, Multiplier: 1, JitterMode: JitterNone}, "1s×1 uncapped, no jitter"},
 		{Value{JitterMode: 9}, "no wait, full jitter"},
+		// A ceiling below the base is the base too: the same waits, and
+		// text that reads back.
+		{Value{BaseDelay: time.Second, MaxDelay: 100 * ms, Multiplier: 3}, "100ms×3 up to 100ms, full jitter"},
+		{Value{BaseDelay: time.Second, MaxDelay: -1}, "1s×2 uncapped, full jitter"},
 	}
 	for _, tt := range tests {
 		if got := tt.v.String(); got != tt.want {
@@ -1612,11 +1617,11 @@ func TestPolicyTextAccepted(t *testing.T) {
 		{"100ms×1.5 uncapped", "100ms×1.5 uncapped, full jitter"},
 		{"1m30s×3 up to 1H", "1m30s×3 up to 1h0m0s, full jitter"},
 		{"1.5s up to 1M", "1.5s×2 up to 1m0s, full jitter"},
-		{"500us×1 up to 2US", "500µs×1 up to 2µs, full jitter"},
+		{"2us×1 up to 500US", "2µs×1 up to 500µs, full jitter"},
 		{"1s×1e0 up to 1s", "1s×1 up to 1s, full jitter"},
 		{"1s×+Inf up to 1m", "1s×+Inf up to 1m0s, full jitter"},
 		{"1s×inf", "1s×+Inf uncapped, full jitter"},
-		{"1s up to 10ms", "1s×2 up to 10ms, full jitter"}, // a ceiling below the base is a constant wait at the ceiling
+		{"10ms up to 10ms", "10ms×2 up to 10ms, full jitter"}, // a ceiling at the base is a constant wait
 		{"100ms, equal jitter", "100ms×2 uncapped, equal jitter"},
 		{"100ms, Decorrelated Jitter", "100ms×2 uncapped, decorrelated jitter"},
 		{"100ms, no jitter", "100ms×2 uncapped, no jitter"},
@@ -1753,6 +1758,24 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"5x2", `"5" is not a duration`},
 		{"100ms, 1m of banana", `"1m of banana": want a limit such as "1m0s of waiting"`},
 		{"100ms, 1m of waiting of waiting", `cannot read "of waiting"`},
+		// A ceiling below the base: every wait would be the ceiling.
+		{"1s up to 10ms", `"up to 10ms": a ceiling below the base wait makes every wait 10ms; did you mean "10ms up to 1s"?`},
+		{"500us×1 up to 2US", `"up to 2US": a ceiling below the base wait makes every wait 2µs`},
+		// Too long for a Duration, said as such.
+		{"9999999999h", `"9999999999h" is longer than the longest duration, 2562047h47m16.854775807s`},
+		{"1s up to 9999999999h", `"9999999999h" is longer than the longest duration`},
+		{"100ms, 2562048h of waiting", `"2562048h" is longer than the longest duration`},
+		{"1.2.3s", `"1.2.3s" is not a duration above zero`},
+		// The word meant, for a number's clause.
+		{"100ms, 5 retires", `unknown word "retires": did you mean "5 retries"?`},
+		{"100ms, 5 tries", `unknown word "tries": did you mean "5 retries"?`},
+		{"100ms, 1 retyr", `unknown word "retyr": did you mean "1 retries"?`},
+		{"100ms, 5 attempts", `"5 attempts": the limit counts retries, which leave out the first call: 5 attempts are "4 retries"`},
+		{"100ms, 1 attempt", `"1 attempt": the limit counts retries, which leave out the first call: 1 attempt is no retry at all`},
+		{"100ms, 2.5 ATTEMPTS", `"2.5 ATTEMPTS": the limit counts retries, which leave out the first call: write the attempts less one, as "4 retries" for 5 attempts`},
+		{"100ms, 5 banana", `"5 banana": want a number of retries, such as "5 retries"`},
+		{"100ms, 5", `"5": want a number of retries`},
+		{"100ms, 5, full jitter", `"5": want a number of retries`},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	template := Schedule{Curve: Value{BaseDelay: time.Second, JitterMode: JitterEqual}, MaxRetries: 9, MaxElapsed: time.Hour, Deadline: time.Unix(5, 0), Rand: r}
@@ -1792,6 +1815,22 @@ func TestPolicyTextRejected(t *testing.T) {
 		v := template.Curve
 		if err := v.UnmarshalText([]byte(in)); err == nil || !strings.Contains(err.Error(), "not part of a Value") || v != template.Curve || !strings.Contains(err.Error(), valueForm) {
 			t.Errorf("Value.UnmarshalText(%q) = %v, want an error saying it is a Schedule's limit", in, err)
+		}
+	}
+}
+
+// TestPolicyTextErrorBounded: an error quotes at most 40 bytes of the text,
+// and of each part of it, never a rune cut in two.
+func TestPolicyTextErrorBounded(t *testing.T) {
+	for _, in := range []string{
+		strings.Repeat("x", 1<<20),
+		"100ms, " + strings.Repeat("é", 1<<19) + " jitter",
+		"100ms, 5 retries, " + strings.Repeat("9", 1<<20) + "h of waiting",
+	} {
+		var s Schedule
+		err := s.UnmarshalText([]byte(in))
+		if err == nil || len(err.Error()) > 400 || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "…") {
+			t.Errorf("Schedule.UnmarshalText(%d bytes) = %.500v (%d bytes), want an error of at most 400 bytes, valid UTF-8, with excerpts", len(in), err, len(fmt.Sprint(err)))
 		}
 	}
 }
@@ -2214,16 +2253,18 @@ func TestNear(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		a, b  string
-		limit int
-		want  int
+		a, b string
+		n    int
+		want bool
 	}{
-		{"", "", 2, 0}, {"a", "", 2, 1}, {"", "abc", 5, 3}, {"kitten", "sitting", 5, 3},
-		{"abc", "abc", 2, 0}, {"abcdef", "a", 2, 3}, {"flaw", "lawn", 5, 2},
-		{"ab", "a", 2, 1}, {"abc", "ac", 2, 1}, {"a", "ab", 2, 1},
+		{"", "", 0, true}, {"a", "", 0, false}, {"a", "", 1, true}, {"", "abc", 2, false}, {"", "abc", 3, true},
+		{"kitten", "sitting", 2, false}, {"kitten", "sitting", 3, true}, {"abc", "abc", 0, true},
+		{"abcdef", "a", 4, false}, {"abcdef", "a", 5, true}, {"flaw", "lawn", 1, false}, {"flaw", "lawn", 2, true},
+		{"ab", "a", 1, true}, {"abc", "ac", 1, true}, {"a", "ab", 1, true}, {"ab", "ba", 1, false}, {"ab", "ba", 2, true},
+		{"retires", "retries", 1, false}, {"retires", "retries", 2, true}, {"x", "y", -1, false},
 	} {
-		if got := editDistance(tt.a, tt.b, tt.limit); got != tt.want {
-			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", tt.a, tt.b, tt.limit, got, tt.want)
+		if got := edits(tt.a, tt.b, tt.n); got != tt.want {
+			t.Errorf("edits(%q, %q, %d) = %v, want %v", tt.a, tt.b, tt.n, got, tt.want)
 		}
 	}
 	for _, tt := range []struct {

@@ -19,9 +19,11 @@ import (
 // files, such as "100ms×2 up to 30s, full jitter": the form [Value.MarshalText]
 // writes and [Value.UnmarshalText] reads. It shows the values the curve
 // really uses: the normalised multiplier and jitter, "no wait" for a
-// BaseDelay of zero or less, "uncapped" for no MaxDelay, and full jitter for
-// a mode this package does not define. The jitter fraction is written only
-// for the mode that reads it.
+// BaseDelay of zero or less, "uncapped" for no MaxDelay, full jitter for a
+// mode this package does not define, and a MaxDelay below BaseDelay as the
+// base too ("1s up to 100ms" waits 100ms every time, as "100ms×2 up to
+// 100ms" does). The jitter fraction is written only for the mode that
+// reads it.
 func (v Value) String() string { return string(v.appendText(nil)) }
 
 // MarshalText implements [encoding.TextMarshaler]: it returns String's
@@ -48,15 +50,16 @@ func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
 // full jitter.
 //
 // It is strict where a typo would silently change the waits: empty text, an
-// unknown word, a duration that does not parse or is not above zero (write
-// "no wait" for none, or leave the ceiling out), a multiplier that is not a
-// number ≥ 1 (+Inf is one), an additive or symmetric fraction missing or
-// outside [0, 1],
-// a clause given twice, or text left over is an error that quotes the part
-// it could not read and shows the form; v is then left unchanged. A jitter
-// where the curve should be ("full jitter" alone) is an error that says the
-// curve is missing, and a near miss of a jitter's name ("ful", "jiter") one
-// that names the word meant.
+// unknown word, a duration that does not parse, is not above zero (write
+// "no wait" for none, or leave the ceiling out) or is longer than a
+// [time.Duration] holds, a ceiling below the base wait, a multiplier that
+// is not a number ≥ 1 (+Inf is one), an additive or symmetric fraction
+// missing or outside [0, 1], a clause given twice, or text left over is an
+// error that quotes the part it could not read (its first 40 bytes) and
+// shows the form; v is then left unchanged. A jitter where the curve should
+// be ("full jitter" alone) is an error that says the curve is missing, and
+// a near miss of a word ("ful", "jiter", "retires") one that names the word
+// meant.
 //
 // Reading what MarshalText wrote gives a Value with the same String and the
 // same Bounds at every attempt, for every Value.
@@ -69,12 +72,56 @@ func (v *Value) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// String returns the policy as one line, such as "100ms×2 up to 30s, full
+// jitter, 5 retries, 1m0s of waiting": the Curve as [Value.String] writes it,
+// then a clause for each limit that is set ("1 retry" in the singular). It
+// is the form MarshalText writes and UnmarshalText reads. Deadline and Rand
+// are not policy and are not written, nor is the state of the sequence.
+func (s Schedule) String() string { return string(s.appendText(nil)) }
+
+// MarshalText implements [encoding.TextMarshaler]: it returns String's form.
+// It never returns an error.
+func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil }
+
+// UnmarshalText implements [encoding.TextUnmarshaler]: it reads the form
+// String writes, so that encoding/json, [flag.TextVar], YAML and TOML
+// libraries and environment loaders read a whole retry policy from one
+// string:
+//
+//	schedule = value [", " n " retries"] [", " duration " of waiting"]
+//
+// where value is the form [Value.UnmarshalText] reads, with its lenient
+// spellings; the clauses after the curve (jitter, retries, waiting) come in
+// any order, each at most once. The retries clause is a whole number ≥ 1
+// and "retries" or "retry", whichever the number ("1 retries" and "5 retry"
+// are read too); "5 attempts" is an error that says attempts count the
+// first call too, so that 5 attempts are 4 retries. Omitted limits are
+// none. "0 retries", a waiting limit that is not a duration above zero, and
+// everything Value.UnmarshalText rejects are errors that quote the part that
+// could not be read, and leave s unchanged.
+//
+// On success it sets Curve, MaxRetries and MaxElapsed and starts the
+// sequence over, as Reset does; Deadline and Rand are left as they were.
+func (s *Schedule) UnmarshalText(b []byte) error {
+	p, err := parsePolicy(string(b), true)
+	if err != nil {
+		return err
+	}
+	s.Curve, s.MaxRetries, s.MaxElapsed = p.curve, p.retries, p.waiting
+	s.Reset()
+	return nil
+}
+
 // appendText appends String's form to b.
 func (v Value) appendText(b []byte) []byte {
 	if v.BaseDelay <= 0 {
 		b = append(b, "no wait"...)
 	} else {
-		b = append(b, v.BaseDelay.String()...)
+		base := v.BaseDelay
+		if v.MaxDelay > 0 {
+			base = min(base, v.MaxDelay) // the waits are the same, and the text reads back
+		}
+		b = append(b, base.String()...)
 		b = append(b, "×"...)
 		b = strconv.AppendFloat(b, NormalMultiplier(v.Multiplier), 'g', -1, 64)
 		if v.MaxDelay > 0 {
@@ -84,21 +131,34 @@ func (v Value) appendText(b []byte) []byte {
 			b = append(b, " uncapped"...)
 		}
 	}
-	switch mode := v.JitterMode; {
+	mode := v.JitterMode
+	if int(mode) >= len(modeNames) {
+		mode = JitterFull
+	}
+	switch {
 	case mode == JitterNone:
-		b = append(b, ", no jitter"...)
+		return append(b, ", no jitter"...)
 	case mode.readsJitter():
+		b = append(b, ", "+mode.String()+" jitter "...)
+		return strconv.AppendFloat(b, NormalJitter(v.Jitter), 'g', -1, 64)
+	}
+	return append(b, ", "+mode.String()+" jitter"...)
+}
+
+// appendText appends String's form to b.
+func (s Schedule) appendText(b []byte) []byte {
+	b = s.Curve.appendText(b)
+	if s.MaxRetries > 0 {
 		b = append(b, ", "...)
-		b = append(b, mode.String()...)
-		b = append(b, " jitter "...)
-		b = strconv.AppendFloat(b, NormalJitter(v.Jitter), 'g', -1, 64)
-	default:
-		if int(mode) >= len(modeNames) {
-			mode = JitterFull
+		b = strconv.AppendInt(b, int64(s.MaxRetries), 10)
+		if s.MaxRetries == 1 {
+			b = append(b, " retry"...)
+		} else {
+			b = append(b, " retries"...)
 		}
-		b = append(b, ", "...)
-		b = append(b, mode.String()...)
-		b = append(b, " jitter"...)
+	}
+	if s.MaxElapsed > 0 {
+		b = append(b, ", "+s.MaxElapsed.String()+" of waiting"...)
 	}
 	return b
 }
@@ -153,10 +213,8 @@ func tokenize(text string) []token {
 		case r == ',' || r == '×' || r == '*':
 			flush(i)
 			toks = append(toks, token{text[i : i+utf8.RuneLen(r)], i})
-		default:
-			if start < 0 {
-				start = i
-			}
+		case start < 0:
+			start = i
 		}
 	}
 	flush(len(text))
@@ -211,9 +269,8 @@ func parsePolicy(text string, schedule bool) (policy, error) {
 	}
 	var seen [3]bool // jitter, retries, waiting
 	for p.i < len(p.toks) {
-		sep := p.next()
-		if sep.s != "," {
-			return out, p.errorf("cannot read %q: want a comma before the next clause", p.rest(sep))
+		if sep := p.next(); sep.s != "," {
+			return out, p.errorf("cannot read %q: want a comma before the next clause", p.text[sep.pos:])
 		}
 		first, ok := p.peek()
 		if !ok {
@@ -221,10 +278,10 @@ func parsePolicy(text string, schedule bool) (policy, error) {
 		}
 		clause, err := 0, error(nil)
 		switch second, _ := p.peekAt(1); {
-		case isWord(second.s, "retries") || isWord(second.s, "retry"):
-			clause, err = 1, p.retries(&out.retries)
 		case isWord(second.s, "of"):
 			clause, err = 2, p.waiting(&out.waiting)
+		case isNumber(first.s) || isWord(second.s, "retries") || isWord(second.s, "retry"):
+			clause, err = 1, p.retries(&out.retries)
 		default:
 			err = p.jitter(&out.curve)
 		}
@@ -284,28 +341,40 @@ func (p *policyParser) curve(v *Value) error {
 		}
 		v.Multiplier = m
 	}
+	return p.ceiling(v)
+}
+
+// ceiling reads what may follow the curve's multiplier: " up to " max or
+// " uncapped".
+func (p *policyParser) ceiling(v *Value) error {
 	n, ok := p.peek()
 	switch {
 	case !ok:
+		return nil
 	case isWord(n.s, "uncapped"):
 		p.i++
-	case isWord(n.s, "up"):
-		p.i++
-		if to, ok := p.peek(); !ok || !isWord(to.s, "to") {
-			return p.errorf("%q: want \"up to\" and a ceiling such as 30s", p.rest(n))
-		}
-		p.i++
-		c, ok := p.peek()
-		if !ok {
-			return p.errorf("nothing after \"up to\": want a ceiling such as 30s")
-		}
-		p.i++
-		d, err := p.duration(c.s, "a ceiling such as 30s (or leave it out for none)")
-		if err != nil {
-			return err
-		}
-		v.MaxDelay = d
+		return nil
+	case !isWord(n.s, "up"):
+		return nil
 	}
+	p.i++
+	if to, ok := p.peek(); !ok || !isWord(to.s, "to") {
+		return p.errorf("%q: want \"up to\" and a ceiling such as 30s", p.text[n.pos:])
+	}
+	p.i++
+	c, ok := p.peek()
+	if !ok {
+		return p.errorf("nothing after \"up to\": want a ceiling such as 30s")
+	}
+	p.i++
+	d, err := p.duration(c.s, "a ceiling such as 30s (or leave it out for none)")
+	if err != nil {
+		return err
+	}
+	if d < v.BaseDelay {
+		return p.errorf("%q: a ceiling below the base wait makes every wait %v; did you mean \"%v up to %v\"?", p.text[n.pos:p.end()], d, d, v.BaseDelay)
+	}
+	v.MaxDelay = d
 	return nil
 }
 
@@ -323,7 +392,10 @@ func (p *policyParser) jitter(v *Value) error {
 		if m, ok := nearJitter(name.s); ok {
 			return p.errorf("unknown word %q: did you mean %q? (a jitter is full, equal, decorrelated, additive, symmetric or no jitter)", name.s, m)
 		}
-		return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive, symmetric or no jitter)%s", name.s, p.limitsHint())
+		if p.schedule {
+			return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive, symmetric or no jitter), \"N retries\" or \"D of waiting\"", name.s)
+		}
+		return p.errorf("unknown word %q: want a jitter (full, equal, decorrelated, additive, symmetric or no jitter)", name.s)
 	}
 	if w, ok := p.peek(); !ok || !isWord(w.s, "jitter") {
 		if ok && w.s != "," {
@@ -351,14 +423,27 @@ func (p *policyParser) jitter(v *Value) error {
 
 // retries reads: n " retries", n ≥ 1.
 func (p *policyParser) retries(n *int) error {
-	t := p.next()
-	p.i++ // "retries"
-	clause := p.text[t.pos:p.end()]
-	if !p.schedule {
-		return p.errorf("%q: retries are a Schedule's limit, not part of a Value", clause)
+	t, word := p.next(), ""
+	if w, ok := p.peek(); ok && w.s != "," {
+		p.i++
+		word = strings.ToLower(w.s)
 	}
+	clause := p.text[t.pos:p.end()]
 	r, err := strconv.Atoi(t.s)
+	const attempts = "%q: the limit counts retries, which leave out the first call: "
 	switch {
+	case (word == "attempts" || word == "attempt") && r > 1:
+		return p.errorf(attempts+"%d attempts are \"%d retries\"", clause, r, r-1)
+	case (word == "attempts" || word == "attempt") && r == 1:
+		return p.errorf(attempts+"1 attempt is no retry at all", clause)
+	case word == "attempts" || word == "attempt":
+		return p.errorf(attempts+"write the attempts less one, as \"4 retries\" for 5 attempts", clause)
+	case near(word, "retries") || near(word, "retry"):
+		return p.errorf("unknown word %q: did you mean \"%s retries\"?", p.text[p.toks[p.i-1].pos:p.end()], t.s)
+	case word != "retries" && word != "retry":
+		return p.errorf("%q: want a number of retries, such as \"5 retries\"", clause)
+	case !p.schedule:
+		return p.errorf("%q: retries are a Schedule's limit, not part of a Value", clause)
 	case err != nil:
 		return p.errorf("%q: want a whole number of retries, such as \"5 retries\"", clause)
 	case r < 1:
@@ -393,10 +478,34 @@ func (p *policyParser) waiting(d *time.Duration) error {
 // duration reads a duration above zero, with its unit in any case.
 func (p *policyParser) duration(s, want string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.ToLower(s))
-	if err != nil || d <= 0 {
-		err = p.errorf("%q is not a duration above zero: want %s", s, want)
+	switch {
+	case err != nil && isDuration(s):
+		return 0, p.errorf("%q is longer than the longest duration, %v: want %s", s, maxDuration, want)
+	case err != nil || d <= 0:
+		return 0, p.errorf("%q is not a duration above zero: want %s", s, want)
 	}
-	return d, err
+	return d, nil
+}
+
+// isDuration reports whether s is written as a duration is, numbers each
+// with a unit: so that when time.ParseDuration refuses it, it is too long.
+func isDuration(s string) bool {
+	s = strings.ToLower(s)
+	for s != "" {
+		i := strings.IndexFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
+		if i <= 0 || !isNumber(s[:i]) {
+			return false // no number, or no unit after it
+		}
+		j := strings.IndexAny(s[i:], ".0123456789")
+		if j < 0 {
+			j = len(s) - i
+		}
+		if !isUnit(s[i : i+j]) {
+			return false
+		}
+		s = s[i+j:]
+	}
+	return true
 }
 
 func (p *policyParser) next() token {
@@ -420,22 +529,34 @@ func (p *policyParser) end() int {
 	return t.pos + len(t.s)
 }
 
-// rest is the text from t to the end.
-func (p *policyParser) rest(t token) string { return p.text[t.pos:] }
-
-func (p *policyParser) limitsHint() string {
-	if p.schedule {
-		return `, "N retries" or "D of waiting"`
-	}
-	return ""
-}
-
+// errorf returns the error for the text: what could not be read, and the
+// form. The text, and every string argument (each a part of the text), is
+// cut to its first 40 bytes, so that a megabyte of input makes an error of
+// a line.
 func (p *policyParser) errorf(format string, args ...any) error {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = excerpt(s)
+		}
+	}
 	form := valueForm
 	if p.schedule {
 		form = scheduleForm
 	}
-	return fmt.Errorf("backoff: policy %q: %s (the form: %q)", p.text, fmt.Sprintf(format, args...), form)
+	return fmt.Errorf("backoff: policy %q: %s (the form: %q)", excerpt(p.text), fmt.Sprintf(format, args...), form)
+}
+
+// excerpt is s cut to its first 40 bytes, at a rune's start, and "…".
+func excerpt(s string) string {
+	const most = 40
+	if len(s) <= most {
+		return s
+	}
+	i := most
+	for !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // jitterFirst is the error for text that starts with a jitter, or a word
@@ -443,34 +564,29 @@ func (p *policyParser) errorf(format string, args ...any) error {
 // the curve is missing, and names what is misspelt. It returns nil when the
 // first word is not a jitter's.
 func (p *policyParser) jitterFirst(first token) error {
-	name, exact := strings.ToLower(first.s), true
-	if !isJitterName(name) {
-		m, ok := nearJitter(first.s)
-		if !ok {
+	name, ok := strings.ToLower(first.s), true
+	if !isWord(name, "no") && !isJitterName(name) {
+		if name, ok = nearJitter(first.s); !ok {
 			return nil
 		}
-		name, exact = m, false
 	}
-	var misspelt []string
-	if !exact {
-		misspelt = append(misspelt, fmt.Sprintf("%q for %q", first.s, name))
+	format := "the curve is missing: a policy starts with a base wait such as 100ms (or \"no wait\"), and the jitter follows it after a comma, as in \"100ms, %s jitter\""
+	args := []any{name}
+	sep := "; misspelt: "
+	if !isWord(first.s, name) {
+		format += sep + "%q for %q"
+		args, sep = append(args, first.s, name), ", "
 	}
 	if w, ok := p.peek(); ok && !isWord(w.s, "jitter") && near(strings.ToLower(w.s), "jitter") {
-		misspelt = append(misspelt, fmt.Sprintf("%q for \"jitter\"", w.s))
+		format += sep + "%q for \"jitter\""
+		args = append(args, w.s)
 	}
-	msg := fmt.Sprintf("the curve is missing: a policy starts with a base wait such as 100ms (or \"no wait\"), and the jitter follows it after a comma, as in \"100ms, %s jitter\"", name)
-	if len(misspelt) > 0 {
-		msg += "; misspelt: " + strings.Join(misspelt, ", ")
-	}
-	return p.errorf("%s", msg)
+	return p.errorf(format, args...)
 }
 
-// isJitterName reports whether s (in lower case) names a jitter clause's
-// first word.
+// isJitterName reports whether s (in lower case) names a jitter mode other
+// than JitterNone, whose clause is "no jitter".
 func isJitterName(s string) bool {
-	if s == "no" {
-		return true
-	}
 	for m, name := range modeNames {
 		if JitterMode(m) != JitterNone && s == name {
 			return true
@@ -491,101 +607,31 @@ func nearJitter(s string) (string, bool) {
 	return "", false
 }
 
-// near reports whether a and b differ, by at most two edits for words of
-// five letters or more and one for shorter ones. Equal words are not near.
+// near reports whether a and b differ, by at most two edits (a letter
+// added, dropped or changed) for words of five letters or more and one for
+// shorter ones. Equal words are not near.
 func near(a, b string) bool {
-	if a == b {
-		return false
-	}
 	limit := 1
 	if len(b) >= 5 {
 		limit = 2
 	}
-	return editDistance(a, b, limit) <= limit
+	return a != b && edits(a, b, limit)
 }
 
-// editDistance is the Levenshtein distance between a and b, or limit+1
-// once it is sure to be more than limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
+// edits reports whether at most n edits turn a into b. A first letter the
+// two share is never worth an edit, so each step either matches one or
+// spends one; n ≤ 2 bounds the branching.
+func edits(a, b string, n int) bool {
+	switch {
+	case n < 0 || len(a)-len(b) > n || len(b)-len(a) > n:
+		return false
+	case a == "" || b == "":
+		return true
+	case a[0] == b[0]:
+		return edits(a[1:], b[1:], n)
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return edits(a[1:], b, n-1) || edits(a, b[1:], n-1) || edits(a[1:], b[1:], n-1)
 }
 
 // isWord reports whether s is the word w, in any case.
 func isWord(s, w string) bool { return strings.EqualFold(s, w) }
-
-// String returns the policy as one line, such as "100ms×2 up to 30s, full
-// jitter, 5 retries, 1m0s of waiting": the Curve as [Value.String] writes it,
-// then a clause for each limit that is set ("1 retry" in the singular). It
-// is the form MarshalText writes and UnmarshalText reads. Deadline and Rand
-// are not policy and are not written, nor is the state of the sequence.
-func (s Schedule) String() string { return string(s.appendText(nil)) }
-
-// MarshalText implements [encoding.TextMarshaler]: it returns String's form.
-// It never returns an error.
-func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil }
-
-// UnmarshalText implements [encoding.TextUnmarshaler]: it reads the form
-// String writes, so that encoding/json, [flag.TextVar], YAML and TOML
-// libraries and environment loaders read a whole retry policy from one
-// string:
-//
-//	schedule = value [", " n " retries"] [", " duration " of waiting"]
-//
-// where value is the form [Value.UnmarshalText] reads, with its lenient
-// spellings; the clauses after the curve (jitter, retries, waiting) come in
-// any order, each at most once. The retries clause is a whole number ≥ 1
-// and "retries" or "retry", whichever the number ("1 retries" and "5 retry"
-// are read too). Omitted limits are none. "0 retries", a waiting limit that is not a duration above zero,
-// and everything Value.UnmarshalText rejects are errors that quote the part
-// that could not be read, and leave s unchanged.
-//
-// On success it sets Curve, MaxRetries and MaxElapsed and starts the
-// sequence over, as Reset does; Deadline and Rand are left as they were.
-func (s *Schedule) UnmarshalText(b []byte) error {
-	p, err := parsePolicy(string(b), true)
-	if err != nil {
-		return err
-	}
-	s.Curve, s.MaxRetries, s.MaxElapsed = p.curve, p.retries, p.waiting
-	s.Reset()
-	return nil
-}
-
-// appendText appends String's form to b.
-func (s Schedule) appendText(b []byte) []byte {
-	b = s.Curve.appendText(b)
-	if s.MaxRetries > 0 {
-		b = append(b, ", "...)
-		b = strconv.AppendInt(b, int64(s.MaxRetries), 10)
-		if s.MaxRetries == 1 {
-			b = append(b, " retry"...)
-		} else {
-			b = append(b, " retries"...)
-		}
-	}
-	if s.MaxElapsed > 0 {
-		b = append(b, ", "...)
-		b = append(b, s.MaxElapsed.String()...)
-		b = append(b, " of waiting"...)
-	}
-	return b
-}
