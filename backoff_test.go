@@ -902,7 +902,7 @@ func TestScheduleOverride(t *testing.T) {
 func TestScheduleDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		set := func(at time.Time) { time.Sleep(at.Sub(time.Now())) }
+		set := func(at time.Time) { time.Sleep(time.Until(at)) }
 		s := Schedule{Curve: Value{BaseDelay: 300 * time.Millisecond, JitterMode: JitterNone}, Deadline: t0.Add(time.Second)}
 		if d, ok := s.Next(); d != 300*time.Millisecond || !ok {
 			t.Fatalf("Next() = %v, %v, want 300ms, true", d, ok)

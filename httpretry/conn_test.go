@@ -24,7 +24,7 @@ import (
 
 // noWait retries n times without waiting.
 func noWait(n int) retry.Policy {
-	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: n}}
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}}
 }
 
 // newConnServer starts a server that answers each path's first fails

@@ -36,7 +36,7 @@ func BenchmarkDoValue(b *testing.B) {
 // of the loop itself (a Schedule copy, the classifier, two Nexts, the clock).
 func BenchmarkDoTwoRetries(b *testing.B) {
 	ctx := context.Background()
-	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 5}}
+	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}}
 	err := errors.New("fault")
 	calls := 0
 	fn := func(context.Context) error {
@@ -56,7 +56,7 @@ func BenchmarkDoTwoRetries(b *testing.B) {
 func BenchmarkDoRetry(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 99}}
+	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 99}}
 	err := errors.New("fault")
 	fn := func(context.Context) error { return err }
 	b.ReportAllocs()
@@ -76,7 +76,7 @@ func BenchmarkSleepZero(b *testing.B) {
 
 func BenchmarkLoopWait(b *testing.B) {
 	ctx := context.Background()
-	loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}}})
+	loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}}})
 	b.ReportAllocs()
 	for b.Loop() {
 		loop.Wait(ctx)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -231,7 +230,7 @@ func ExampleLoop() {
 func ExamplePolicy_onRetry() {
 	var retries atomic.Int64 // say, a Prometheus counter
 	policy := retry.Policy{
-		Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 3},
+		Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 3},
 		OnRetry: func(e retry.Event) {
 			retries.Add(1)
 			fmt.Printf("attempt %d failed (%v); next in %v\n", e.Attempt, e.Err, e.Wait)
@@ -352,47 +351,22 @@ func fetchConfig(ctx context.Context, get func(context.Context) (string, error))
 	return retry.DoValue(ctx, policy, get)
 }
 
-// Testing your own retrying code with testing/synctest: inside the bubble
-// every timer is virtual, so three retries with waits of a second, two and
-// four run in no time at all, and time.Now reports exactly what they would
-// have taken. fetchConfig needs no injected clock.
-//
-// In your code the func(t *testing.T) below is a Test function; an Example
-// has no *testing.T, so runTest hands it one.
-func Example_testWithSynctest() {
-	ok := runTest("Example_testWithSynctest", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			start := time.Now()
-			calls := 0
-			_, err := fetchConfig(t.Context(), func(context.Context) (string, error) {
-				calls++
-				return "", errors.New("503 Service Unavailable")
-			})
-			fmt.Println(err)
-			fmt.Println("calls:", calls, "virtual time:", time.Since(start))
-			if calls != 4 || time.Since(start) != 7*time.Second {
-				t.Errorf("want 4 calls over 7s")
-			}
+// TestFetchConfig is how to test your own retrying code: in a
+// testing/synctest bubble every timer is virtual, so three retries with
+// waits of a second, two and four run in no time at all, and time.Now
+// reports exactly what they would have taken. fetchConfig needs no
+// injected clock. Copy it as a test of your own, as the synctest docs do.
+func TestFetchConfig(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		calls := 0
+		_, err := fetchConfig(t.Context(), func(context.Context) (string, error) {
+			calls++
+			return "", errors.New("503 Service Unavailable")
 		})
+		want := "retry: giving up after 4 attempts in 7s (backoff: no retries left): 503 Service Unavailable"
+		if calls != 4 || time.Since(start) != 7*time.Second || err == nil || err.Error() != want {
+			t.Errorf("%d calls over %v of virtual time, %v; want 4 over 7s, %s", calls, time.Since(start), err, want)
+		}
 	})
-	fmt.Println("passed:", ok)
-	// Output:
-	// retry: giving up after 4 attempts in 7s (backoff: no retries left): 503 Service Unavailable
-	// calls: 4 virtual time: 7s
-	// passed: true
-}
-
-// runTest runs f once as a test named name, with -test.v off so that the
-// test's own framing lines stay out of the example's output (and -test.count
-// at 1, since the example itself is what -count repeats), and reports whether
-// it passed. Its name is the example's, so a -run pattern that selects the
-// example selects the test.
-func runTest(name string, f func(*testing.T)) bool {
-	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		fv := flag.Lookup(flagName).Value
-		old := fv.String()
-		fv.Set(value)
-		defer fv.Set(old)
-	}
-	return testing.RunTests(regexp.MatchString, []testing.InternalTest{{Name: name, F: f}})
 }

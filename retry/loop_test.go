@@ -19,61 +19,6 @@ import (
 	"github.com/unherd/backoff/retry"
 )
 
-// TestTerminates runs every loop in the package, in real time, and crashes
-// the test binary if they have not all returned within 30 seconds (they
-// take microseconds): a mutant or a bug that makes a loop endless fails
-// here at once, instead of hanging the suite. It is the first test of the
-// package's first test file, so that it runs before any test that could
-// hang.
-func TestTerminates(t *testing.T) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, d := range []time.Duration{0, 999, 1000, 1 << 40, math.MaxInt64} {
-			_ = (&retry.Error{Attempts: 1, Elapsed: d}).Error()
-		}
-		chains := []error{
-			errFault, nil, retry.Permanent(errFault), fmt.Errorf("a: %w", fmt.Errorf("b: %w", errFault)),
-			errors.Join(errFault, fmt.Errorf("c: %w", retry.After(1, errFault))),
-		}
-		for _, err := range chains {
-			retry.IsPermanent(err)
-			retry.Do(context.Background(), retry.Policy{Schedule: noWait(1)}, func(context.Context) error { return err })
-		}
-		for _, s := range []backoff.Schedule{noWait(3), {Curve: noWait(0).Curve, MaxElapsed: 1}} {
-			calls := 0 // fails 20 times: MaxElapsed 1ns with no wait never says no
-			retry.Do(context.Background(), retry.Policy{Schedule: s}, func(context.Context) error {
-				if calls++; calls <= 20 {
-					return errFault
-				}
-				return nil
-			})
-			loop := retry.NewLoop(retry.Policy{Schedule: s})
-			for n := 0; loop.Wait(context.Background()) && n < 1000; n++ {
-			}
-		}
-		// Every refusal of a wait that would pass the deadline: without it,
-		// each of these would wait an hour.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-		defer cancel()
-		retry.Sleep(ctx, 2*time.Hour)
-		retry.Do(ctx, retry.Policy{Schedule: constant(2*time.Hour, 3)}, func(context.Context) error { return errFault })
-		retry.Do(ctx, retry.Policy{Schedule: noWait(3)}, func(context.Context) error { return retry.After(2*time.Hour, errFault) })
-		loop := retry.NewLoop(retry.Policy{Schedule: constant(2*time.Hour, 3)})
-		for loop.Wait(ctx) {
-		}
-		// A Loop with a limit and no wait ends on its own.
-		loop = retry.NewLoop(retry.Policy{Schedule: noWait(3)})
-		for loop.Wait(context.Background()) {
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		panic("TestTerminates: retry's loops did not return within 30s: a loop that does not end")
-	}
-}
-
 // doubling is 1s, 2s, 4s, … exactly.
 var doubling = backoff.Value{BaseDelay: time.Second, JitterMode: backoff.JitterNone}
 
@@ -329,7 +274,7 @@ func TestLoopWaitAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(50, func() { loop.Wait(context.Background()) }); n != 0 {
 			t.Errorf("Loop.Wait with its timer made: %v allocations a wait, want 0", n)
 		}
-		loop = retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}}})
+		loop = retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}}})
 		if n := testing.AllocsPerRun(50, func() { loop.Wait(context.Background()) }); n != 0 {
 			t.Errorf("Loop.Wait, no wait: %v allocations, want 0", n)
 		}
@@ -369,24 +314,81 @@ func TestPolicyText(t *testing.T) {
 	if p.String() != before {
 		t.Errorf("bad text changed the Policy: %q", p.String())
 	}
-	// "no wait" is the zero Curve: the default. A retry with no wait says so.
-	if err := p.UnmarshalText([]byte("no wait, 3 retries")); err != nil || p.String() != "200ms×2 up to 30s, full jitter, 3 retries" {
-		t.Errorf(`"no wait, 3 retries" reads as %q, %v; want the default curve`, p.String(), err)
+	// "no wait" reads as a Policy that never waits, not as the zero Curve,
+	// which means the default.
+	if err := p.UnmarshalText([]byte("no wait, 3 retries")); err != nil || p.String() != "no wait, full jitter, 3 retries" || p.Schedule.Curve.BaseDelay >= 0 {
+		t.Errorf(`"no wait, 3 retries" reads as %q (BaseDelay %v), %v; want a Policy that never waits`, p.String(), p.Schedule.Curve.BaseDelay, err)
 	}
-	if err := p.UnmarshalText([]byte("no wait, no jitter, 3 retries")); err != nil || p.String() != "no wait, no jitter, 3 retries" {
-		t.Errorf(`"no wait, no jitter, 3 retries" reads as %q, %v`, p.String(), err)
-	}
-	// Round trip for policies whose text differs from the zero Curve's.
-	for _, text := range []string{"200ms×2 up to 30s, full jitter", "5s×1 uncapped, no jitter, 1 retry", "1s×2 up to 1m0s, symmetric jitter 0.2, 1m0s of waiting"} {
-		var a, b retry.Policy
-		if err := a.UnmarshalText([]byte(text)); err != nil {
-			t.Fatal(err)
-		}
-		m, _ := a.MarshalText()
-		if err := b.UnmarshalText(m); err != nil || b.String() != a.String() || b.Schedule != a.Schedule {
-			t.Errorf("round trip of %q: %q, %v", text, b.String(), err)
+	// "uncapped", or no ceiling at all, is a MaxDelay of math.MaxInt64, not
+	// a zero one, which means 30s.
+	for _, text := range []string{"1s uncapped", "1s×2", "1s"} {
+		if err := p.UnmarshalText([]byte(text)); err != nil || p.Schedule.Curve.MaxDelay != math.MaxInt64 || p.String() != "1s×2 uncapped, full jitter" {
+			t.Errorf("%q reads as %q (MaxDelay %v), %v; want uncapped", text, p.String(), p.Schedule.Curve.MaxDelay, err)
 		}
 	}
+	// Each zero field of a Curve is the default's, in String as in the
+	// waits.
+	for _, tt := range []struct {
+		curve backoff.Value
+		want  string
+	}{
+		{backoff.Value{MaxDelay: time.Second}, "200ms×2 up to 1s, full jitter"},
+		{backoff.Value{BaseDelay: time.Second}, "1s×2 up to 30s, full jitter"},
+		{backoff.Value{JitterMode: 99}, "200ms×2 up to 30s, full jitter"},
+		{backoff.Value{JitterMode: backoff.JitterNone}, "200ms×2 up to 30s, no jitter"},
+		{backoff.Value{BaseDelay: -1, MaxDelay: time.Second}, "no wait, full jitter"},
+		{backoff.Value{BaseDelay: time.Second, MaxDelay: -1}, "1s×2 uncapped, full jitter"},
+		{backoff.Value{BaseDelay: time.Second, MaxDelay: math.MaxInt64}, "1s×2 uncapped, full jitter"},
+	} {
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: tt.curve, MaxRetries: 2}}
+		if got := p.String(); got != tt.want+", 2 retries" {
+			t.Errorf("Policy with Curve %+v: String() = %q, want %q", tt.curve, got, tt.want+", 2 retries")
+		}
+	}
+}
+
+// TestPolicyTextRoundTrip: what String writes reads back as a Policy with
+// the same waits, the same Bounds at every attempt, for curves with every
+// field zero, negative, huge or hostile.
+func TestPolicyTextRoundTrip(t *testing.T) {
+	durations := []time.Duration{math.MinInt64, -time.Second, -1, 0, 1, time.Millisecond, time.Second, time.Minute, 1 << 62, math.MaxInt64}
+	floats := []float64{math.NaN(), math.Inf(1), -1, 0, 0.5, 1, 1.5, 2, 3}
+	modes := []backoff.JitterMode{backoff.JitterFull, backoff.JitterEqual, backoff.JitterDecorrelated, backoff.JitterAdditive, backoff.JitterNone, backoff.JitterSymmetric, 6, 255}
+	for _, mode := range modes {
+		for _, base := range durations {
+			for _, ceiling := range durations {
+				for _, m := range floats {
+					p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: base, MaxDelay: ceiling, Multiplier: m, Jitter: m / 4, JitterMode: mode}, MaxRetries: 3}}
+					text, _ := p.MarshalText()
+					var got retry.Policy
+					if err := got.UnmarshalText(text); err != nil {
+						t.Fatalf("UnmarshalText(%q) = %v, for %+v", text, err, p.Schedule.Curve)
+					}
+					if got.String() != string(text) {
+						t.Fatalf("%q reads back as %q", text, got.String())
+					}
+					for _, attempt := range []int{1, 2, 3, 10, 70} {
+						if lo, hi := effective(p).Bounds(attempt); fmt.Sprint(effective(got).Bounds(attempt)) != fmt.Sprint(lo, hi) {
+							t.Fatalf("%+v, written %q: attempt %d draws from [%v, %v] before, %v after", p.Schedule.Curve, text, attempt, lo, hi, fmt.Sprint(effective(got).Bounds(attempt)))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// effective is the curve a Policy waits by, as the package doc says: each
+// zero field the default's.
+func effective(p retry.Policy) backoff.Value {
+	c := p.Schedule.Curve
+	if c.BaseDelay == 0 {
+		c.BaseDelay = 200 * time.Millisecond
+	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = 30 * time.Second
+	}
+	return c
 }
 
 // TestPolicyFlagAndJSON: a Policy is one flag, or one JSON string.
@@ -416,16 +418,14 @@ func TestPolicyFlagAndJSON(t *testing.T) {
 // TestLoopEnds: a Loop with no wait and a limit stops, under a watchdog: a
 // loop that kept returning true would never end.
 func TestLoopEnds(t *testing.T) {
-	within(t, func() {
-		loop := retry.NewLoop(retry.Policy{Schedule: noWait(3)})
-		trues := 0
-		for loop.Wait(context.Background()) && trues < 100 {
-			trues++
-		}
-		if trues != 4 || !errors.Is(loop.Err(), backoff.ErrMaxRetries) {
-			t.Errorf("noWait(3): %d trues, Err %v; want 4 and ErrMaxRetries", trues, loop.Err())
-		}
-	})
+	loop := retry.NewLoop(retry.Policy{Schedule: noWait(3)})
+	trues := 0
+	for loop.Wait(context.Background()) && trues < 100 {
+		trues++
+	}
+	if trues != 4 || !errors.Is(loop.Err(), backoff.ErrMaxRetries) {
+		t.Errorf("noWait(3): %d trues, Err %v; want 4 and ErrMaxRetries", trues, loop.Err())
+	}
 }
 
 // TestLoopHookAlone: OnRetry without a Logger, and a Logger without

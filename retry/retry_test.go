@@ -31,9 +31,10 @@ func constant(d time.Duration, n int) backoff.Schedule {
 	return backoff.Schedule{Curve: backoff.Value{BaseDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}
 }
 
-// noWait is a Schedule of n retries that does not wait.
+// noWait is a Schedule of n retries that does not wait: a negative
+// BaseDelay, since a zero one means the default, 200ms.
 func noWait(n int) backoff.Schedule {
-	return backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: n}
+	return backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}
 }
 
 // recorder is an operation that fails with the errors it is given, in turn,
@@ -866,30 +867,28 @@ func (m modest) Unwrap() error { return m.err }
 // nowhere else; a chain that never ends in it ends the walk.
 func TestIsPermanentChains(t *testing.T) {
 	p := retry.Permanent(errFault)
-	within(t, func() {
-		for _, tt := range []struct {
-			err  error
-			want bool
-		}{
-			{nil, false},
-			{errFault, false},
-			{p, true},
-			{modest{p}, true},
-			{modest{errFault}, false},
-			{modest{nil}, false},
-			{fmt.Errorf("a: %w", modest{fmt.Errorf("b: %w", p)}), true},
-			{errors.Join(errFault, modest{nil}), false},
-			{errors.Join(errFault, errors.Join(errFault, p)), true},
-			{fmt.Errorf("%w %w", errFault, p), true},
-			{fmt.Errorf("%w %w", errFault, errFault), false},
-			{retry.After(time.Second, p), true},
-			{&retry.Error{Err: errFault, Cause: p}, true},
-		} {
-			if got := retry.IsPermanent(tt.err); got != tt.want {
-				t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
-			}
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errFault, false},
+		{p, true},
+		{modest{p}, true},
+		{modest{errFault}, false},
+		{modest{nil}, false},
+		{fmt.Errorf("a: %w", modest{fmt.Errorf("b: %w", p)}), true},
+		{errors.Join(errFault, modest{nil}), false},
+		{errors.Join(errFault, errors.Join(errFault, p)), true},
+		{fmt.Errorf("%w %w", errFault, p), true},
+		{fmt.Errorf("%w %w", errFault, errFault), false},
+		{retry.After(time.Second, p), true},
+		{&retry.Error{Err: errFault, Cause: p}, true},
+	} {
+		if got := retry.IsPermanent(tt.err); got != tt.want {
+			t.Errorf("IsPermanent(%v) = %v, want %v", tt.err, got, tt.want)
 		}
-	})
+	}
 	if errors.Is(p, io.EOF) || !errors.Is(p, errFault) {
 		t.Errorf("errors.Is on Permanent(err) matches only err's chain")
 	}
@@ -908,46 +907,28 @@ func TestOneRetryLimit(t *testing.T) {
 // TestErrorMessageRounding: three significant digits, rounded at the
 // boundary where the unit grows.
 func TestErrorMessageRounding(t *testing.T) {
-	within(t, func() {
-		for _, tt := range []struct {
-			elapsed time.Duration
-			want    string
-		}{
-			{999, "999ns"}, {1000, "1µs"}, {1005, "1.01µs"}, {1004, "1µs"}, {12345, "12.3µs"},
-			{1000500, "1ms"}, {1005000, "1.01ms"}, {999499999, "999ms"}, {7312345678, "7.31s"},
-		} {
-			e := &retry.Error{Attempts: 2, Elapsed: tt.elapsed}
-			if got, want := e.Error(), "retry: giving up after 2 attempts in "+tt.want; got != want {
-				t.Errorf("Elapsed %d: %q, want %q", tt.elapsed, got, want)
-			}
+	for _, tt := range []struct {
+		elapsed time.Duration
+		want    string
+	}{
+		{999, "999ns"}, {1000, "1µs"}, {1005, "1.01µs"}, {1004, "1µs"}, {12345, "12.3µs"},
+		{1000500, "1ms"}, {1005000, "1.01ms"}, {999499999, "999ms"}, {7312345678, "7.31s"},
+	} {
+		e := &retry.Error{Attempts: 2, Elapsed: tt.elapsed}
+		if got, want := e.Error(), "retry: giving up after 2 attempts in "+tt.want; got != want {
+			t.Errorf("Elapsed %d: %q, want %q", tt.elapsed, got, want)
 		}
-	})
-}
-
-// within fails the test if f does not return within ten seconds of real
-// time: a loop that never ends is a failure here, not a hung test binary.
-// The wait is on f, which returns at once when nothing is wrong.
-func within(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); f() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("did not return within 10s")
 	}
 }
 
 // TestScheduleNoEndsDo: when the Schedule says no, Do gives up at once,
 // without waits to follow, even when no time passes between attempts.
 func TestScheduleNoEndsDo(t *testing.T) {
-	within(t, func() {
-		calls := 0
-		err := retry.Do(context.Background(), retry.Policy{Schedule: noWait(3)}, func(context.Context) error { calls++; return errFault })
-		if calls != 4 || asError(t, err).Cause != backoff.ErrMaxRetries {
-			t.Errorf("noWait(3): %d calls, %v; want 4 and ErrMaxRetries", calls, err)
-		}
-	})
+	calls := 0
+	err := retry.Do(context.Background(), retry.Policy{Schedule: noWait(3)}, func(context.Context) error { calls++; return errFault })
+	if calls != 4 || asError(t, err).Cause != backoff.ErrMaxRetries {
+		t.Errorf("noWait(3): %d calls, %v; want 4 and ErrMaxRetries", calls, err)
+	}
 }
 
 // TestDeadlineZeroWaits: under a deadline, a retry with no wait measures
@@ -1016,25 +997,23 @@ func TestNoAttemptOnDeadContext(t *testing.T) {
 // every shape of chain, found or not. No wait is longer than a nanosecond
 // here, so it runs in real time, under a watchdog.
 func TestAfterChainsTerminate(t *testing.T) {
-	within(t, func() {
-		for _, tt := range []struct {
-			err  error
-			want time.Duration
-		}{
-			{modest{fmt.Errorf("x: %w", retry.After(1, nil))}, 1},
-			{modest{errFault}, 0},
-			{modest{nil}, 0},
-			{fmt.Errorf("a: %w", fmt.Errorf("b: %w", errFault)), 0},
-			{errors.Join(modest{errFault}, fmt.Errorf("c: %w", retry.After(1, errFault))), 1},
-		} {
-			var got time.Duration = -1
-			retry.Do(context.Background(), retry.Policy{Schedule: noWait(1), OnRetry: func(e retry.Event) { got = e.Wait }},
-				func(context.Context) error { return tt.err })
-			if got != tt.want {
-				t.Errorf("Do(%v): wait %v, want %v", tt.err, got, tt.want)
-			}
+	for _, tt := range []struct {
+		err  error
+		want time.Duration
+	}{
+		{modest{fmt.Errorf("x: %w", retry.After(1, nil))}, 1},
+		{modest{errFault}, 0},
+		{modest{nil}, 0},
+		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", errFault)), 0},
+		{errors.Join(modest{errFault}, fmt.Errorf("c: %w", retry.After(1, errFault))), 1},
+	} {
+		var got time.Duration = -1
+		retry.Do(context.Background(), retry.Policy{Schedule: noWait(1), OnRetry: func(e retry.Event) { got = e.Wait }},
+			func(context.Context) error { return tt.err })
+		if got != tt.want {
+			t.Errorf("Do(%v): wait %v, want %v", tt.err, got, tt.want)
 		}
-	})
+	}
 }
 
 // TestSleepShortest: a sleep of one nanosecond is slept.
@@ -1054,5 +1033,147 @@ func TestTinyMaxElapsed(t *testing.T) {
 	p := retry.Policy{Schedule: backoff.Schedule{Curve: noWait(0).Curve, MaxElapsed: 1}}
 	if err := retry.Do(context.Background(), p, r.fn); err != nil || len(r.calls) != 11 {
 		t.Fatalf("MaxElapsed 1ns, no wait: %v after %d calls; want success after 11", err, len(r.calls))
+	}
+}
+
+// TestNoAttemptAfterZeroWaitOnDoneContext: an OnRetry that cancels ctx
+// before a wait of zero ends Do there; fn never sees a done ctx.
+func TestNoAttemptAfterZeroWaitOnDoneContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls, dead := 0, 0
+	err := retry.Do(ctx, retry.Policy{Schedule: noWait(3), OnRetry: func(retry.Event) { cancel() }}, func(ctx context.Context) error {
+		calls++
+		if ctx.Err() != nil {
+			dead++
+		}
+		return errFault
+	})
+	if e := asError(t, err); calls != 1 || dead != 0 || e.Cause != context.Canceled || e.Err != errFault {
+		t.Fatalf("%d calls, %d on a done ctx, %v; want 1 call and the cancellation as Cause, errFault kept", calls, dead, err)
+	}
+}
+
+// TestNoAttemptOnDeadlineAtTheWaitsEnd: a wait that ends in the instant the
+// deadline passes is followed by no attempt, whichever of the timer and the
+// context the select saw first.
+func TestNoAttemptOnDeadlineAtTheWaitsEnd(t *testing.T) {
+	for range 20 { // the select picks at random between two ready cases
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			calls, dead := 0, 0
+			err := retry.Do(ctx, retry.Policy{Schedule: constant(time.Second, 3)}, func(ctx context.Context) error {
+				calls++
+				if ctx.Err() != nil {
+					dead++
+				}
+				return errFault
+			})
+			if e := asError(t, err); calls != 1 || dead != 0 || !errors.Is(e, context.DeadlineExceeded) {
+				t.Fatalf("%d calls, %d on a done ctx, %v; want 1 call and the deadline in the chain", calls, dead, err)
+			}
+		})
+	}
+}
+
+// TestNilContext: a nil ctx is an error that says so, from every call that
+// takes one, and fn is not called; nothing panics.
+func TestNilContext(t *testing.T) {
+	called := false
+	//lint:ignore SA1012 the nil ctx is the point of the test
+	err := retry.Do(nil, retry.Policy{}, func(context.Context) error { called = true; return nil })
+	if err == nil || called || !strings.Contains(err.Error(), "nil Context") {
+		t.Errorf("Do(nil ctx) = %v, called %v; want an error naming the nil Context, fn not called", err, called)
+	}
+	//lint:ignore SA1012 the nil ctx is the point of the test
+	v, err := retry.DoValue(nil, retry.Policy{}, func(context.Context) (int, error) { called = true; return 1, nil })
+	if err == nil || called || v != 0 {
+		t.Errorf("DoValue(nil ctx) = %v, %v, called %v; want 0 and an error, fn not called", v, err, called)
+	}
+	//lint:ignore SA1012 the nil ctx is the point of the test
+	if err := retry.Sleep(nil, time.Hour); err == nil || !strings.Contains(err.Error(), "nil Context") {
+		t.Errorf("Sleep(nil ctx) = %v, want an error naming the nil Context", err)
+	}
+	loop := retry.NewLoop(retry.Policy{})
+	//lint:ignore SA1012 the nil ctx is the point of the test
+	if loop.Wait(nil) || loop.Err() == nil || !strings.Contains(loop.Err().Error(), "nil Context") {
+		t.Errorf("Loop.Wait(nil ctx) = true or Err %v; want false and an Err naming the nil Context", loop.Err())
+	}
+}
+
+// TestZeroCurveFieldsTakeDefaults: a Curve that sets MaxDelay but not
+// BaseDelay waits 200ms×2 up to it, not 0 in a tight loop.
+func TestZeroCurveFieldsTakeDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{MaxDelay: time.Second, JitterMode: backoff.JitterNone}, MaxRetries: 4}}
+		r := newRecorder(0, repeat(errFault, 10)...)
+		retry.Do(context.Background(), p, r.fn)
+		if got := fmt.Sprint(r.calls); got != "[0s 200ms 600ms 1.4s 2.4s]" {
+			t.Fatalf("MaxDelay 1s alone: attempts at %v, want [0s 200ms 600ms 1.4s 2.4s]", got)
+		}
+		loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{MaxDelay: time.Second}}})
+		start, n := time.Now(), 0
+		for n < 1000 && loop.Wait(context.Background()) {
+			n++
+		}
+		if time.Since(start) < 100*time.Second {
+			t.Fatalf("a Loop on MaxDelay 1s alone: 1000 Waits in %v of virtual time, want about 500s", time.Since(start))
+		}
+	})
+}
+
+// TestZeroLoop: a Loop declared, not made by NewLoop, is NewLoop(Policy{}):
+// the first Wait at once, later ones on the default curve, for as long as
+// ctx lasts.
+func TestZeroLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var loop retry.Loop
+		start := time.Now()
+		if !loop.Wait(ctx) || time.Since(start) != 0 || loop.Attempt() != 1 {
+			t.Fatalf("first Wait of a zero Loop: took %v, Attempt %d; want true at once, 1", time.Since(start), loop.Attempt())
+		}
+		start = time.Now()
+		if !loop.Wait(ctx) || time.Since(start) > 200*time.Millisecond {
+			t.Fatalf("second Wait of a zero Loop took %v, want at most 200ms", time.Since(start))
+		}
+		n := 2
+		for n < 1000 && loop.Wait(ctx) {
+			n++
+		}
+		if e := loop.Err(); n >= 1000 || !errors.Is(e, backoff.ErrDeadline) {
+			t.Fatalf("a zero Loop under a minute's deadline: %d Waits, Err %v; want it to stop at the deadline", n, e)
+		}
+		var o retry.Loop // Override and Reset before the first Wait are kept
+		o.Override(time.Hour)
+		o.Wait(ctx)
+		if o.Wait(ctx) || !errors.Is(o.Err(), backoff.ErrDeadline) {
+			t.Fatalf("a zero Loop overridden to an hour under a minute's deadline: Err %v, want ErrDeadline", o.Err())
+		}
+	})
+}
+
+// TestLoopNeverTrueOnDoneContext: a wait that ends as the deadline passes,
+// and a zero wait whose hook ended ctx, both return false.
+func TestLoopNeverTrueOnDoneContext(t *testing.T) {
+	for range 20 { // the select picks at random between two ready cases
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Second, Multiplier: 1, JitterMode: backoff.JitterNone}}})
+			loop.Wait(ctx)
+			if loop.Wait(ctx) || ctx.Err() == nil || !errors.Is(loop.Err(), context.DeadlineExceeded) {
+				t.Fatalf("Wait as the deadline passed = true or Err %v; want false, with the deadline", loop.Err())
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	loop := retry.NewLoop(retry.Policy{Schedule: noWait(0), OnRetry: func(retry.Event) { cancel() }})
+	loop.Wait(ctx)
+	if loop.Wait(ctx) || !errors.Is(loop.Err(), context.Canceled) {
+		t.Fatalf("zero wait after a hook that cancelled: Wait = true or Err %v; want false, cancelled", loop.Err())
 	}
 }
