@@ -3,111 +3,115 @@ package httpretry_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/httpretry"
 	"github.com/unherd/backoff/retry"
 )
 
-// flaky answers 503, then 429 with "Retry-After: 2", then 200 "hello".
+// flaky answers 503 twice, then 200 "hello".
 func flaky() *httptest.Server {
 	var calls atomic.Int32
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch calls.Add(1) {
-		case 1:
+		if calls.Add(1) <= 2 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-		case 2:
-			w.Header().Set("Retry-After", "2")
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprint(w, "slow down")
-		default:
-			fmt.Fprint(w, "hello")
+			return
 		}
+		fmt.Fprint(w, "hello")
 	}))
 }
 
-// A client against a server that answers 503, then 429 with
-// "Retry-After: 2", then 200. The 503 waits the curve's first wait; the
-// 429's two seconds are widened to between 2s and 3s, so that clients told
-// the same thing do not come back together.
-//
-// It runs in a testing/synctest bubble, so the waits are virtual and the
-// example takes no time; Rand is seeded only to fix the waits printed here,
-// and DisableKeepAlives only lets the bubble's clock run between requests.
-// A client of your own needs none of the three.
+// A client against a server that answers 503 twice, then 200. The waits
+// here are a few milliseconds, drawn from "5ms×2 up to 50ms, full jitter";
+// the zero Policy's are 200ms×2 up to 30s.
 func ExampleTransport() {
 	server := flaky()
 	defer server.Close()
-	runTest("ExampleTransport", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			client := &http.Client{Transport: &httpretry.Transport{
-				Base: &http.Transport{DisableKeepAlives: true},
-				Policy: retry.Policy{
-					Schedule: backoff.Schedule{Rand: rand.New(rand.NewPCG(1, 2))},
-					OnRetry: func(e retry.Event) {
-						fmt.Printf("%v: waiting %v\n", e.Err, e.Wait.Round(time.Millisecond))
-					},
-				},
-			}}
-			start := time.Now()
-			resp, err := client.Get(server.URL)
-			if err != nil {
-				fmt.Println(err)
-				return
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			fmt.Println(resp.Status, string(body), "after", time.Since(start).Round(time.Millisecond))
-		})
-	})
+	var policy retry.Policy
+	policy.UnmarshalText([]byte("5ms×2 up to 50ms, full jitter"))
+	policy.OnRetry = func(e retry.Event) { fmt.Printf("attempt %d: %v; retrying\n", e.Attempt, e.Err) }
+	client := &http.Client{Transport: &httpretry.Transport{Policy: policy}}
+
+	resp, err := client.Get(server.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
 	// Output:
-	// 503 Service Unavailable: waiting 154ms
-	// 429 Too Many Requests: waiting 2.616s
-	// 200 OK hello after 2.77s
+	// attempt 1: 503 Service Unavailable; retrying
+	// attempt 2: 503 Service Unavailable; retrying
+	// 200 OK hello
 }
 
-// The same server under a deadline of 1.5s: after the 503's short wait the
-// 429 asks for at least 2s, which cannot fit, so the client returns the 429
-// at once, readable, as a client without retries would have, instead of
-// sleeping into the deadline.
+// A server that asks for 30 seconds, under a deadline of 10: the wait
+// cannot be followed by an attempt, so the client returns the 429 at once,
+// readable, as a client without retries would have, instead of sleeping
+// into the deadline.
 func ExampleTransport_deadline() {
-	server := flaky()
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, "slow down")
+	}))
 	defer server.Close()
-	runTest("ExampleTransport_deadline", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			client := &http.Client{Transport: &httpretry.Transport{
-				Base:   &http.Transport{DisableKeepAlives: true},
-				Policy: retry.Policy{Schedule: backoff.Schedule{Rand: rand.New(rand.NewPCG(1, 2))}},
-			}}
-			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
-			start := time.Now()
-			resp, err := client.Do(req)
-			if err != nil {
-				fmt.Println(err)
-				return
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			fmt.Println(resp.Status, resp.Header.Get("Retry-After"), string(body))
-			fmt.Println("after", time.Since(start).Round(time.Millisecond), "with the deadline still ahead:", ctx.Err() == nil)
-		})
-	})
+	client := &http.Client{Transport: &httpretry.Transport{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, resp.Header.Get("Retry-After"), string(body))
+	fmt.Println("the deadline still ahead:", ctx.Err() == nil)
 	// Output:
-	// 429 Too Many Requests 2 slow down
-	// after 154ms with the deadline still ahead: true
+	// 429 Too Many Requests 30 slow down
+	// the deadline still ahead: true
+}
+
+// TestClientInVirtualTime is how to test your own client in virtual time:
+// inside a testing/synctest bubble every wait is virtual, so a 429's
+// "Retry-After: 2", widened to between 2s and 3s, takes no real time. A
+// real socket is not "durably blocking", so synctest cannot run an
+// httptest.Server; an in-memory RoundTripper as Base can, and a test of
+// your own passes one to the code under test as its Transport's Base.
+func TestClientInVirtualTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			calls++
+			resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("hello")), Request: req}
+			if calls == 1 {
+				resp.StatusCode = http.StatusTooManyRequests
+				resp.Header.Set("Retry-After", "2")
+			}
+			return resp, nil
+		})
+		client := &http.Client{Transport: &httpretry.Transport{Base: base}}
+		start := time.Now()
+		resp, err := client.Get("http://api.example/greeting")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if took := time.Since(start); resp.StatusCode != http.StatusOK || calls != 2 || took < 2*time.Second || took >= 3*time.Second {
+			t.Fatalf("status %d after %d calls and %v of virtual time; want 200 after 2, between 2s and 3s", resp.StatusCode, calls, took)
+		}
+	})
 }
 
 // DefaultRetryable retries transport errors and the statuses that say "try
@@ -128,18 +132,4 @@ func ExampleDefaultRetryable() {
 	// 200:false 404:false 408:true 429:true 500:true 501:false 503:true (statuses)
 	// true
 	// true
-}
-
-// runTest runs f once as a test named name, with -test.v off so that the
-// test's own framing lines stay out of the example's output (and -test.count
-// at 1, since the example itself is what -count repeats), and reports whether
-// it passed: an Example has no *testing.T to hand to synctest.Test.
-func runTest(name string, f func(*testing.T)) bool {
-	for flagName, value := range map[string]string{"test.v": "false", "test.count": "1"} {
-		fv := flag.Lookup(flagName).Value
-		old := fv.String()
-		fv.Set(value)
-		defer fv.Set(old)
-	}
-	return testing.RunTests(regexp.MatchString, []testing.InternalTest{{Name: name, F: f}})
 }

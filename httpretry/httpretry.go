@@ -8,7 +8,7 @@
 // It retries only requests that can be sent twice: idempotent methods, or an
 // Idempotency-Key header, with a body it can rewind. It never reads a body
 // into memory, never obeys a Retry-After past MaxRetryAfter, never sleeps
-// into the request's deadline, and starts no goroutine.
+// into the request's deadline, and starts no goroutine of its own.
 package httpretry
 
 import (
@@ -19,8 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,41 +36,53 @@ import (
 // not changed while it is in use (and Policy.Schedule.Rand is nil; see
 // [retry.Policy]).
 //
-// What it retries. A request is sent more than once only when net/http
-// itself would resend it (transport.go's isReplayable): its method is
-// idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or it carries an
-// Idempotency-Key or X-Idempotency-Key header, and its body is nil,
-// [http.NoBody], or has GetBody. Any other request goes to Base once,
-// untouched. A body is never read into memory: each retry gets a fresh one
-// from GetBody.
+// What it retries. A request is sent more than once only when its method
+// is idempotent by RFC 9110 §9.2.2 (GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE) or it carries an Idempotency-Key or X-Idempotency-Key header, and
+// its body is nil, [http.NoBody], or has GetBody. This is net/http's own
+// rule for resending a request on a broken connection (transport.go's
+// isReplayable) with PUT and DELETE added, which net/http leaves out only
+// because it cannot know whether a request reached the server. Any other
+// request goes to Base once, untouched; so does one net/http cannot send
+// at all (no URL; through an [*http.Transport], a scheme other than http
+// and https, or no host), which would fail the same way each time. A body
+// is never read into memory: each retry gets a fresh one from GetBody,
+// asked for as soon as a response is to be retried, so that a GetBody that
+// fails ends the request before any wait, with the response it followed
+// returned as is, and the attempt never sent not counted. (So when the
+// limits then end the request, GetBody was called once more than a body
+// was sent; that one is closed unread.)
 //
 // How it waits. As Policy says ([retry.Do], which it runs on), with two
 // changes: Retryable replaces Policy.Retryable, which is not consulted; and
 // a Retry-After on a 429 or 503 (either form, read by
-// [backoff.ParseRetryAfter]) replaces the computed wait, widened by
-// backoff.AddJitter(d, max(d/2, time.Second)): clients told the same
-// instant otherwise return in it together (benchmarks/README.md measures
-// it). With Policy.Schedule.Rand set, that draw comes from it too, so a
-// seeded sequence repeats whole. A Retry-After above MaxRetryAfter, before
-// widening, is not obeyed and not retried: that response is returned. A
-// Retry-After on any other status is ignored. The retry limits and the
-// request's deadline still apply: a wait that cannot be followed by an
-// attempt before the deadline is not started.
+// [backoff.ParseRetryAfter]; of several, the first) replaces the computed
+// wait, widened by backoff.AddJitter(d, max(d/2, time.Second)): clients
+// told the same instant otherwise return in it together
+// (benchmarks/README.md measures it). A Retry-After above MaxRetryAfter,
+// before widening, is not obeyed and not retried: that response is
+// returned. A Retry-After on any other status is ignored. The retry limits
+// and the request's deadline still apply: a wait that cannot be followed by
+// an attempt before the deadline is not started.
 //
 // What it returns. A response that is not retried, or the last one when
 // it gives up before a wait has started (limits, the deadline rule, a
 // context that ended during the attempt), is returned as is: body unread,
 // nil error, as a client without retries would have returned it. Giving up
 // on a transport error returns a [*retry.Error] that wraps it. When the
-// context ends during a wait, RoundTrip returns an error whose chain holds
-// the context's cause and whose message names the last status or error.
+// context ends during a wait, or while a retried body is drained,
+// RoundTrip returns an error whose chain holds the context's cause and
+// whose message names the last status or error. A response whose Body is
+// nil is read as having [http.NoBody], as net/http's Client reads it.
 //
 // Connections are reused: a response that is retried has up to 64 KiB of
-// its body read and discarded, and the body closed, before the wait
-// starts. OnRetry and the Logger see, for a retried status, an Event.Err
-// whose message is the status line ("503 Service Unavailable"); the
-// Logger's records carry the method and the URL, with any password
-// redacted ([url.URL.Redacted]).
+// its body read and discarded, for at most 100ms (and never past the
+// request's deadline), and the body closed, before the wait starts; a body
+// longer or slower is closed where it is, and its connection dropped.
+// OnRetry and the Logger see, for a retried status, an Event.Err whose
+// message is the status line ("503 Service Unavailable"); the Logger's
+// records carry the method and the URL, with any password redacted
+// ([net/url.URL.Redacted]).
 //
 // A request that succeeds at once allocates nothing beyond what Base
 // allocates; a Policy.OnRetry adds one allocation a request, and a Logger
@@ -93,28 +103,38 @@ type Transport struct {
 	MaxRetryAfter time.Duration
 }
 
-// drainLimit is how much of a retried response's body is read so that its
-// connection can be reused: more than an error page holds, and far less
-// than a new TLS handshake costs. A longer body is closed unread and its
-// connection is dropped.
-const drainLimit = 64 << 10
+const (
+	// drainLimit and drainTime bound how much of a retried response's body
+	// is read, and for how long, so that its connection can be reused: more
+	// than an error page holds, and less than a new TLS handshake costs.
+	drainLimit = 64 << 10
+	drainTime  = 100 * time.Millisecond
 
-// defaultMaxRetryAfter is MaxRetryAfter when it is zero or less.
-const defaultMaxRetryAfter = time.Minute
+	// defaultMaxRetryAfter is MaxRetryAfter when it is zero or less.
+	defaultMaxRetryAfter = time.Minute
+)
 
 // DefaultRetryable reports whether an attempt is worth repeating: a
 // transport error, or the statuses 408, 429, 500, 502, 503 and 504. Every
 // other status, and every 2xx and 3xx, is not. Two kinds of transport error
 // are not either, since no retry can fix them: a TLS certificate that fails
 // verification ([tls.CertificateVerificationError], or an x509 error, in
-// the chain), and a request net/http's Transport refuses before sending
-// (an unsupported scheme, no host, an invalid method: net/http gives these
-// no type, so their messages are matched). It does not look at contexts: a
-// context error from an inner timeout is a fault like any other, and the
-// Transport itself stops once the request's own context is done.
+// the chain), and [http.ErrSchemeMismatch] (an HTTP server on an https
+// URL). (A request net/http cannot send at all the Transport sends once,
+// judged from the request itself, not from the words of its error.) It
+// does not look at contexts: a context error from an inner timeout is a
+// fault like any other, and the Transport itself stops once the request's
+// own context is done.
 func DefaultRetryable(resp *http.Response, err error) bool {
 	if err != nil {
-		return !unfixable(err)
+		var (
+			verify    *tls.CertificateVerificationError
+			authority x509.UnknownAuthorityError
+			hostname  x509.HostnameError
+			invalid   x509.CertificateInvalidError
+		)
+		return !errors.As(err, &verify) && !errors.As(err, &authority) && !errors.As(err, &hostname) &&
+			!errors.As(err, &invalid) && !errors.Is(err, http.ErrSchemeMismatch)
 	}
 	if resp == nil {
 		return false
@@ -126,40 +146,6 @@ func DefaultRetryable(resp *http.Response, err error) bool {
 		return true
 	}
 	return false
-}
-
-// unfixable reports whether err is a transport error no retry can fix.
-func unfixable(err error) bool {
-	var (
-		verify    *tls.CertificateVerificationError
-		authority x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-	)
-	if errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid) {
-		return true
-	}
-	if errors.Is(err, http.ErrSchemeMismatch) {
-		return true
-	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		msg := e.Error()
-		for _, refusal := range requestRefusals {
-			if strings.HasPrefix(msg, refusal) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// requestRefusals are the messages of the errors net/http's Transport
-// returns, before sending, for a request it cannot serve.
-var requestRefusals = []string{
-	"unsupported protocol scheme",
-	"http: no Host in request URL",
-	"http: nil Request.URL",
-	"net/http: invalid method",
 }
 
 // replayable reports whether req may be sent more than once: net/http's own
@@ -175,18 +161,40 @@ func replayable(req *http.Request) bool {
 	}
 	_, key := req.Header["Idempotency-Key"]
 	_, xkey := req.Header["X-Idempotency-Key"]
-	return key || xkey
+	return (key || xkey) && validMethod(req.Method)
+}
+
+// sendable reports whether base can send req at all. Every Base needs a
+// URL; an *http.Transport refuses, before sending and each time again, a
+// scheme other than http and https and a URL with no host. Other Bases may
+// serve other schemes.
+func sendable(base http.RoundTripper, req *http.Request) bool {
+	if req.URL == nil {
+		return false
+	}
+	if _, ok := base.(*http.Transport); !ok {
+		return true
+	}
+	return (req.URL.Scheme == "http" || req.URL.Scheme == "https") && req.URL.Host != ""
+}
+
+// validMethod reports whether m is an RFC 9110 token, as net/http requires
+// of a method.
+func validMethod(m string) bool {
+	return m != "" && strings.IndexFunc(m, func(r rune) bool {
+		return r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
+	}) < 0
 }
 
 // RoundTrip implements [http.RoundTripper]: it sends req through Base and
 // retries as the Transport's doc says. It does not modify req, and no
-// goroutine it starts outlives it (it starts none).
+// goroutine it starts outlives it.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if !replayable(req) {
+	if !replayable(req) || !sendable(base, req) {
 		return base.RoundTrip(req)
 	}
 	rt := roundTrip{t: t, base: base, req: req}
@@ -200,8 +208,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		p.Logger = slog.New(&requestHandler{p.Logger.Handler(), req})
 	}
 	err := retry.Do(req.Context(), p, rt.attempt)
+	if rt.next != nil { // a fresh body for a retry that was not made
+		rt.next.Close()
+	}
 	switch {
-	case err == nil:
+	case rt.resp != nil:
 		return rt.resp, nil
 	case rt.last != nil && !rt.last.drained: // gave up on a status before any wait started
 		return rt.last.resp, nil
@@ -217,6 +228,7 @@ type roundTrip struct {
 	base     http.RoundTripper
 	req      *http.Request
 	attempts int
+	next     io.ReadCloser  // the body of the next attempt, from GetBody
 	resp     *http.Response // the response to return, when an attempt ends the sequence with one
 	last     *statusError   // the last attempt's retried status, nil after a transport error
 }
@@ -227,70 +239,86 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 	req := rt.req
 	if rt.attempts > 0 { // a retry: a shallow copy with a fresh body
 		r := *req
-		if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
-			body, err := req.GetBody()
-			if err != nil {
-				rt.last = nil
-				return retry.Permanent(fmt.Errorf("httpretry: rewinding the request body: %w", err))
-			}
-			r.Body = body
+		if rt.next != nil {
+			r.Body, rt.next = rt.next, nil
 		}
 		req = &r
 	}
 	rt.attempts++
-	resp, err := rt.base.RoundTrip(req)
 	rt.last = nil
+	resp, err := rt.base.RoundTrip(req)
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close() // a RoundTripper that breaks its contract leaks nothing here
 		}
-		if ctx.Err() == nil && !rt.retryable(nil, err) {
+		switch {
+		case ctx.Err() != nil:
+			return err // retry.Do gives up on it: the context is done
+		case !rt.retryable(nil, err):
 			return retry.Permanent(err)
 		}
-		return err // retry.Do gives up on it if the context is done
+		if gerr := rt.rewind(); gerr != nil {
+			return retry.Permanent(fmt.Errorf("%w; and for a retry, %w", err, gerr))
+		}
+		return err
 	}
-	if ctx.Err() != nil || !rt.retryable(resp, nil) {
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	if ctx.Err() == nil && !rt.retryable(resp, nil) {
 		rt.resp = resp
 		return nil
 	}
-	se := &statusError{resp: resp}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if d, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			limit := rt.t.MaxRetryAfter
-			if limit <= 0 {
-				limit = defaultMaxRetryAfter
-			}
-			if d > limit {
-				rt.resp = resp // asked to wait too long: the caller sees the answer and its header
-				return nil
-			}
-			rt.last = se
-			return retry.After(widen(d, rt.t.Policy.Schedule.Rand), se)
-		}
+	se := &statusError{resp: resp, ctx: ctx}
+	if ctx.Err() != nil {
+		rt.last = se // retry.Do gives up on it, and RoundTrip returns it as is
+		return se
+	}
+	wait, obey := rt.retryAfter(resp)
+	if wait > rt.maxRetryAfter() {
+		rt.resp = resp // asked to wait too long: the caller sees the answer and its header
+		return retry.Permanent(se)
+	}
+	if gerr := rt.rewind(); gerr != nil {
+		rt.resp = resp
+		return retry.Permanent(fmt.Errorf("%w; and for a retry, %w", se, gerr))
 	}
 	rt.last = se
+	if obey {
+		return retry.After(backoff.AddJitter(wait, max(wait/2, time.Second)), se)
+	}
 	return se
 }
 
-// widen spreads a server's wait d as benchmarks/README.md measured: plus a
-// draw from [0, max(d/2, 1s)), backoff.AddJitter(d, max(d/2, time.Second)).
-// With r set (Policy.Schedule.Rand) the draw comes from r, so that a seeded
-// sequence is reproducible whole. Near math.MaxInt64 the extra is drawn from
-// what is left, as AddJitter does: the sum never wraps.
-func widen(d time.Duration, r *rand.Rand) time.Duration {
-	if r == nil {
-		return backoff.AddJitter(d, max(d/2, time.Second))
+// rewind asks GetBody for the body of the next attempt, when the request
+// has one.
+func (rt *roundTrip) rewind() error {
+	req := rt.req
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil {
+		return nil
 	}
-	lo, hi := widenRange(d)
-	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	body, err := req.GetBody()
+	if err != nil {
+		return fmt.Errorf("httpretry: rewinding the request body: %w", err)
+	}
+	rt.next = body
+	return nil
 }
 
-// widenRange is the interval, both ends included, that AddJitter(d,
-// max(d/2, 1s)) draws from: d plus [0, max(d/2, 1s)) in whole nanoseconds,
-// its top held at math.MaxInt64. d ≥ 0, as ParseRetryAfter returns it.
-func widenRange(d time.Duration) (lo, hi time.Duration) {
-	spread := max(d/2, time.Second)
-	return d, d + min(spread-1, math.MaxInt64-d)
+// retryAfter reads a 429's or 503's Retry-After: the wait it asks for, and
+// whether there is one.
+func (rt *roundTrip) retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0, false
+	}
+	return backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+}
+
+func (rt *roundTrip) maxRetryAfter() time.Duration {
+	if limit := rt.t.MaxRetryAfter; limit > 0 {
+		return limit
+	}
+	return defaultMaxRetryAfter
 }
 
 // retryable asks the Transport's Retryable, or DefaultRetryable.
@@ -302,28 +330,38 @@ func (rt *roundTrip) retryable(resp *http.Response, err error) bool {
 }
 
 // drain runs as OnRetry, just before each wait: it reads up to drainLimit
-// of the retried response's body and closes it, so that its connection goes
-// back to the pool and a context that ends during the wait leaves nothing
-// open. It finds the response in the Event, so that RoundTrip's own state
-// need not escape to the heap.
+// of the retried response's body, for up to drainTime and never past the
+// request's deadline, and closes it, so that its connection goes back to
+// the pool and a context that ends during the wait leaves nothing open. A
+// body slower than that is closed where it is, which drops its connection
+// and ends a Read blocked in net/http's body. It finds the response in the
+// Event, so that RoundTrip's own state need not escape to the heap.
 func drain(e retry.Event) {
-	for err := e.Err; err != nil; err = errors.Unwrap(err) {
-		if se, ok := err.(*statusError); ok {
-			if !se.drained {
-				se.drained = true
-				io.CopyN(io.Discard, se.resp.Body, drainLimit)
-				se.resp.Body.Close()
-			}
-			return
-		}
+	var se *statusError
+	if !errors.As(e.Err, &se) || se.drained {
+		return
 	}
+	se.drained = true
+	body := se.resp.Body
+	limit := drainTime
+	if deadline, ok := se.ctx.Deadline(); ok {
+		limit = min(limit, time.Until(deadline))
+	}
+	cut := make(chan struct{})
+	timer := time.AfterFunc(limit, func() { body.Close(); close(cut) })
+	io.CopyN(io.Discard, body, drainLimit)
+	if !timer.Stop() {
+		<-cut // the cut ran: it ends here, not after RoundTrip
+	}
+	body.Close()
 }
 
 // statusError is a retried response, as the error retry.Do judges: its
 // message is the status line.
 type statusError struct {
 	resp    *http.Response
-	drained bool // its body was drained and closed: it will not be returned
+	ctx     context.Context // the request's, which bounds the drain
+	drained bool            // its body was drained and closed: it will not be returned
 }
 
 func (e *statusError) Error() string {

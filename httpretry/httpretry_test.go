@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"strings"
@@ -217,14 +216,12 @@ func TestTransportErrors(t *testing.T) {
 	})
 }
 
-// TestUnfixableErrorsAreNotRetried: a bad certificate or a request the
-// transport refuses goes once.
+// TestUnfixableErrorsAreNotRetried: a bad certificate goes once.
 func TestUnfixableErrorsAreNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, bad := range []error{
 			&tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}},
 			fmt.Errorf("tls: %w", x509.HostnameError{Host: "example.com", Certificate: &x509.Certificate{}}),
-			errors.New(`unsupported protocol scheme "ftp"`),
 		} {
 			srv := newServer(step{err: bad})
 			resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)})
@@ -261,10 +258,10 @@ func TestDefaultRetryable(t *testing.T) {
 		{fmt.Errorf("dial: %w", &tls.CertificateVerificationError{Err: x509.CertificateInvalidError{Reason: x509.Expired}}), false},
 		{x509.UnknownAuthorityError{}, false},
 		{http.ErrSchemeMismatch, false},
-		{errors.New(`unsupported protocol scheme "gopher"`), false},
-		{errors.New("http: no Host in request URL"), false},
-		{errors.New("http: nil Request.URL"), false},
-		{fmt.Errorf("wrapped: %w", fmt.Errorf(`net/http: invalid method "G T"`)), false},
+		{fmt.Errorf("wrapped: %w", http.ErrSchemeMismatch), false},
+		// The words of an error decide nothing: what net/http cannot send,
+		// the Transport judges from the request (TestUnsendableSentOnce).
+		{errors.New(`unsupported protocol scheme "gopher"`), true},
 	} {
 		if got := httpretry.DefaultRetryable(nil, tt.err); got != tt.want {
 			t.Errorf("DefaultRetryable(nil, %v) = %v, want %v", tt.err, got, tt.want)
@@ -275,19 +272,38 @@ func TestDefaultRetryable(t *testing.T) {
 	}
 }
 
-// TestDefaultRetryableRealTransport: the errors the real transport returns
-// for a request it cannot serve are the ones DefaultRetryable refuses.
-func TestDefaultRetryableRealTransport(t *testing.T) {
-	for _, url := range []string{"ftp://example.com/x", "http:///nohost"} {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		if err != nil {
-			t.Fatal(err)
+// TestUnsendableSentOnce: a request net/http's Transport cannot send at
+// all (a scheme it does not serve, no host) fails the same way each time,
+// and goes to it once, untouched; the same scheme through a Base of
+// another type, which may serve it, is retried as any other.
+func TestUnsendableSentOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, u := range []string{"ftp://example.com/x", "http:///nohost", "HTTPS://example.com/"} {
+			req, err := http.NewRequest(http.MethodGet, u, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.URL.Scheme == "https" { // url.Parse lowercases it: a hand-made URL may not
+				req.URL.Scheme = "HTTPS"
+			}
+			start := time.Now() // a retry would wait a second of virtual time
+			resp, err := (&httpretry.Transport{Base: &http.Transport{}, Policy: constant(time.Second, 5)}).RoundTrip(req)
+			if resp != nil || err == nil || time.Since(start) != 0 {
+				t.Errorf("%s: %v, %v after %v; want net/http's error at once, without a retry", u, resp, err, time.Since(start))
+			}
 		}
-		_, err = http.DefaultTransport.RoundTrip(req)
-		if err == nil || httpretry.DefaultRetryable(nil, err) {
-			t.Errorf("%s: the transport said %v; DefaultRetryable says retry", url, err)
+		srv := newServer(step{err: errors.New(`unsupported protocol scheme "ftp"`)})
+		req, _ := http.NewRequest(http.MethodGet, "ftp://example.com/x", nil)
+		if resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)}).RoundTrip(req); err != nil || len(srv.reqs) != 2 {
+			t.Errorf("ftp through a Base of its own: %d requests, %v, %v; want it retried", len(srv.reqs), resp, err)
 		}
-	}
+		req, _ = http.NewRequest(http.MethodGet, "http://api.example/", nil)
+		req.URL = nil
+		srv = newServer(s503)
+		if resp, _ := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 5)}).RoundTrip(req); resp == nil || len(srv.reqs) != 1 {
+			t.Errorf("a nil URL: %d requests; want it sent once, untouched", len(srv.reqs))
+		}
+	})
 }
 
 // TestMethods: only what can be sent again is sent again.
@@ -368,14 +384,26 @@ func TestBodies(t *testing.T) {
 		}
 		readAll(t, resp)
 
-		// A GetBody that fails ends it, with its error.
+		// A GetBody that fails ends it before any wait: the 503 it followed
+		// comes back as is, unread; after a transport error, an error that
+		// names both, and counts only the attempt sent.
 		srv = newServer(s503)
 		req, _ = http.NewRequest(http.MethodPut, "http://api.example/doc", strings.NewReader("v"))
 		broken := errors.New("file gone")
 		req.GetBody = func() (io.ReadCloser, error) { return nil, broken }
+		start := time.Now()
 		resp, err = (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
-		if resp != nil || !errors.Is(err, broken) || len(srv.reqs) != 1 {
-			t.Fatalf("GetBody failing: %d requests, %v, %v; want its error after one", len(srv.reqs), resp, err)
+		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 1 || time.Since(start) != 0 || readAll(t, resp) != "overloaded" {
+			t.Fatalf("GetBody failing after a 503: %d requests, %v, %v after %v; want the 503 as is, at once", len(srv.reqs), resp, err, time.Since(start))
+		}
+		refused := errors.New("connection refused")
+		srv = newServer(step{err: refused})
+		req, _ = http.NewRequest(http.MethodPut, "http://api.example/doc", strings.NewReader("v"))
+		req.GetBody = func() (io.ReadCloser, error) { return nil, broken }
+		resp, err = (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		var e *retry.Error
+		if resp != nil || !errors.As(err, &e) || e.Attempts != 1 || !errors.Is(err, broken) || !errors.Is(err, refused) || len(srv.reqs) != 1 {
+			t.Fatalf("GetBody failing after a transport error: %d requests, %v, %v; want an error of 1 attempt naming both", len(srv.reqs), resp, err)
 		}
 	})
 }
@@ -695,37 +723,12 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestRetryAfterSeeded: with Policy.Schedule.Rand set, the widened wait is
-// drawn from it, so a seeded run repeats; near MaxInt64 it does not wrap.
-func TestRetryAfterSeeded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		run := func(ra string, maxRA time.Duration) []time.Duration {
-			srv := newServer(step{status: 429, retryAfter: ra}, step{status: 503, retryAfter: ra})
-			p := constant(time.Second, 5)
-			p.Schedule.Rand = rand.New(rand.NewPCG(7, 7))
-			resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p, MaxRetryAfter: maxRA})
-			if err != nil {
-				t.Fatal(err)
-			}
-			readAll(t, resp)
-			return srv.gaps()
-		}
-		a, b := run("10", 0), run("10", 0)
-		if fmt.Sprint(a) != fmt.Sprint(b) || a[0] == a[1] {
-			t.Fatalf("seeded runs waited %v and %v: want the same, drawn, waits", a, b)
-		}
-		for _, g := range a {
-			if g < 10*time.Second || g >= 15*time.Second {
-				t.Fatalf("seeded wait %v, want in [10s, 15s)", g)
-			}
-		}
-	})
-	// The widening itself, at the top of the range, through the Transport:
-	// a Retry-After that saturates is refused by any limit, never wrapped.
+// TestRetryAfterSaturated: a Retry-After too long for a Duration is
+// refused by any limit on time, never wrapped into a short wait.
+func TestRetryAfterSaturated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer(step{status: 429, retryAfter: "99999999999999999999"})
 		p := constant(time.Second, 5)
-		p.Schedule.Rand = rand.New(rand.NewPCG(1, 1))
 		p.Schedule.MaxElapsed = time.Hour
 		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p, MaxRetryAfter: math.MaxInt64})
 		if err != nil || resp.StatusCode != 429 || len(srv.reqs) != 1 {
@@ -859,6 +862,140 @@ func TestStatusTextAndMethodAsSent(t *testing.T) {
 		req.Method = "" // NewRequest writes GET; a Request built by hand may leave it empty, which means GET
 		if _, err := (&httpretry.Transport{Base: base, Policy: p}).RoundTrip(req); err != nil || seen != "503 Back Soon" || !strings.Contains(log.String(), "method=GET") {
 			t.Fatalf("OnRetry saw %q, log %q, %v; want the server's status text and method=GET", seen, log.String(), err)
+		}
+	})
+}
+
+// stall is a body that sends nothing until it is closed or its request's
+// context ends, as net/http's does on a stalled connection.
+type stall struct {
+	ctx    context.Context
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newStall(ctx context.Context) *stall { return &stall{ctx: ctx, closed: make(chan struct{})} }
+
+func (s *stall) Read([]byte) (int, error) {
+	select {
+	case <-s.ctx.Done():
+		return 0, s.ctx.Err()
+	case <-s.closed:
+		return 0, errors.New("read on a closed body")
+	}
+}
+
+func (s *stall) Close() error { s.once.Do(func() { close(s.closed) }); return nil }
+
+// TestStalledBody: a retried response whose body stalls holds the caller
+// no longer than the drain's bound, 100ms, or the request's deadline; a
+// deadline that passes during the drain ends the request there, with an
+// error naming the status, and no attempt after it (before the bound, an
+// attempt followed at once on a dead context).
+func TestStalledBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if calls++; calls == 1 {
+				return &http.Response{StatusCode: 503, Body: newStall(req.Context())}, nil
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		start := time.Now()
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: base, Policy: constant(time.Second, 3)})
+		if err != nil || resp.StatusCode != 200 || time.Since(start) != time.Second+100*time.Millisecond {
+			t.Fatalf("a stalled 503, no deadline: %v, %v after %v; want 200 after the 100ms drain and the 1s wait", resp, err, time.Since(start))
+		}
+
+		calls = 0
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 3}} // no wait: only the drain can hold it
+		resp, err = get(t, ctx, &httpretry.Transport{Base: base, Policy: p})
+		if resp != nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(fmt.Sprint(err), "503 Service Unavailable") || calls != 1 || time.Since(start) != 50*time.Millisecond {
+			t.Fatalf("a stalled 503 under a 50ms deadline: %v, %v after %v and %d calls; want an error naming the 503 by the deadline, no second attempt", resp, err, time.Since(start), calls)
+		}
+	})
+}
+
+// TestNilBody: a Base that returns a response with a nil Body, which
+// net/http's Client accepts, is retried and returned without a panic.
+func TestNilBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			calls++
+			return &http.Response{StatusCode: 503, Header: http.Header{}}, nil
+		})
+		client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: constant(time.Second, 2)}}
+		resp, err := client.Get("http://api.example/")
+		if err != nil || resp.StatusCode != 503 || calls != 3 {
+			t.Fatalf("nil bodies: %v, %v after %d calls; want the last 503 after 3", resp, err, calls)
+		}
+		if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 0 {
+			t.Fatalf("the last response's body: %q, %v; want empty", b, err)
+		}
+	})
+}
+
+// onceBody is a body that can be read once: a second pass, or a read after
+// Close, fails the test.
+type onceBody struct {
+	t      *testing.T
+	r      io.Reader
+	ended  bool
+	closed bool
+}
+
+func (b *onceBody) Read(p []byte) (int, error) {
+	if b.ended || b.closed {
+		b.t.Errorf("the body was read again after its end or its Close")
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p)
+	b.ended = err == io.EOF
+	return n, err
+}
+
+func (b *onceBody) Close() error { b.closed = true; return nil }
+
+// TestBodyNeverBuffered: a streamed body that cannot be rewound reaches
+// Base as the caller's own, unread, and goes once; one with GetBody reaches
+// Base as it is the first time and as GetBody's after: never read into
+// memory by the Transport.
+func TestBodyNeverBuffered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen []io.ReadCloser
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			seen = append(seen, req.Body)
+			io.Copy(io.Discard, req.Body)
+			req.Body.Close()
+			return &http.Response{StatusCode: 503, Body: http.NoBody}, nil
+		})
+		stream := &onceBody{t: t, r: strings.NewReader(strings.Repeat("x", 1<<20))}
+		req, _ := http.NewRequest(http.MethodPost, "http://api.example/upload", stream)
+		req.Header.Set("Idempotency-Key", "a1")
+		resp, err := (&httpretry.Transport{Base: base, Policy: constant(time.Second, 5)}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 503 || len(seen) != 1 || seen[0] != io.ReadCloser(stream) {
+			t.Fatalf("a 1 MiB stream with no GetBody: %d sends, first body %T, %v, %v; want one send of the caller's own body and the 503", len(seen), seen, resp, err)
+		}
+
+		// GetBody is asked as soon as a response is to be retried, before
+		// the limits are: for the last 503 too, whose fresh body is closed
+		// unsent.
+		seen = nil
+		var fresh []*onceBody
+		req, _ = http.NewRequest(http.MethodPut, "http://api.example/doc", &onceBody{t: t, r: strings.NewReader("v")})
+		first := req.Body
+		req.GetBody = func() (io.ReadCloser, error) {
+			fresh = append(fresh, &onceBody{t: t, r: strings.NewReader("v")})
+			return fresh[len(fresh)-1], nil
+		}
+		resp, err = (&httpretry.Transport{Base: base, Policy: constant(time.Second, 2)}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 503 || len(seen) != 3 || seen[0] != first || len(fresh) != 3 ||
+			seen[1] != io.ReadCloser(fresh[0]) || seen[2] != io.ReadCloser(fresh[1]) || !fresh[2].closed {
+			t.Fatalf("a body with GetBody: %d sends, %d from GetBody, %v, %v; want the caller's first, then GetBody's each time, the unsent one closed", len(seen), len(fresh), resp, err)
 		}
 	})
 }

@@ -14,7 +14,7 @@ import (
 //
 // A Policy is read, never written, by the calls that use it: each works on
 // its own copy of Schedule, reset, so one Policy can serve many goroutines
-// at once, unless Schedule.Rand is set (a [rand.Rand] is not safe for
+// at once, unless Schedule.Rand is set (a [math/rand/v2.Rand] is not safe for
 // concurrent use: leave it nil, or give each goroutine its own Policy).
 type Policy struct {
 	// Schedule gives the waits and the limits. Each zero field of its Curve
