@@ -111,7 +111,7 @@ func (s *server) gaps() []time.Duration {
 
 // constant waits d between attempts, exactly, up to n retries.
 func constant(d time.Duration, n int) retry.Policy {
-	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}}
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: d, MaxDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}}
 }
 
 func get(t *testing.T, ctx context.Context, rt http.RoundTripper) (*http.Response, error) {

@@ -119,6 +119,34 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
+// GiveUp marks err as a failure Do must not retry, though another attempt
+// might have fixed it: a server that asks for a longer wait than the caller
+// will give, a request whose body cannot be sent again. Do gives up on it at
+// once, as on a [Permanent] error, whatever Policy.Retryable says; unlike a
+// Permanent error, which says the other end answered and the request was
+// at fault, it counts as the retryable failure it is, so the call earns
+// nothing from a [Budget]. GiveUp(nil) is nil. The mark survives wrapping
+// with %w and [errors.Join]; the result's message is err's, and
+// errors.Is(GiveUp(err), err) holds.
+func GiveUp(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &givenUp{err}
+}
+
+// givenUp is GiveUp's mark.
+type givenUp struct{ err error }
+
+func (e *givenUp) Error() string { return e.err.Error() }
+func (e *givenUp) Unwrap() error { return e.err }
+
+// given reports whether err's chain holds GiveUp's mark.
+func given(err error) bool {
+	_, ok := find[*givenUp](err)
+	return ok
+}
+
 // After says that the other end named the wait before the next attempt, d:
 // a Retry-After, a broker's backpressure signal. Do replaces the next
 // computed wait with it ([backoff.Schedule.Override]); the curve does not

@@ -48,6 +48,13 @@ type Policy struct {
 	// attributes attempts, elapsed, err and cause, each when set). Nil logs
 	// nothing.
 	Logger *slog.Logger
+
+	// Budget, when set, bounds the retries of every call whose Policy
+	// points to it, together (see [Budget]): a retry it refuses ends Do at
+	// once, with ErrBudget. Nil, the default, bounds nothing beyond the
+	// Schedule's limits (httpretry keeps one per host instead). A Loop does
+	// not spend from it.
+	Budget *Budget
 }
 
 // defaultCurve gives each zero field of a Policy's curve its value:

@@ -61,15 +61,23 @@ var (
 //  1. ctx is done: give up, with its cause in the Error (whatever fn
 //     returned: an error matching context.Canceled while ctx is live came
 //     from another context, and is retried like any other);
-//  2. the error is [Permanent], or p.Retryable says no: give up;
+//  2. the error is [Permanent] or [GiveUp], or p.Retryable says no: give
+//     up;
 //  3. the next wait is the one [After] names, if the error carries one,
 //     else the Schedule's next; the Schedule saying no gives up, with its
 //     Err (backoff.ErrMaxRetries, ErrMaxElapsed or ErrDeadline) as Cause;
 //  4. ctx has a deadline, and now + the wait + how long the failed attempt
 //     took is after it: give up now, without waiting, with
 //     backoff.ErrDeadline as Cause (it matches context.DeadlineExceeded);
-//  5. p.OnRetry and p.Logger are told, then Do waits on a timer, cut short
+//  5. p.Budget, when set, has no whole retry left: give up now, without
+//     waiting, with [ErrBudget] as Cause; else the retry takes one;
+//  6. p.OnRetry and p.Logger are told, then Do waits on a timer, cut short
 //     by ctx (give up at once, its cause as Cause).
+//
+// With p.Budget set, a call that succeeds, or gives up on an error not
+// worth retrying ([Permanent], or Retryable said no), earns it Ratio as it
+// returns; a call that gives up on a retryable failure (rules 1, 3, 4, 5,
+// 6, or [GiveUp]) earns nothing.
 //
 // fn is never called on a done ctx: however short the wait (zero
 // included), and whatever ended ctx (a hook, the deadline, another
@@ -94,6 +102,7 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 	start := time.Now()
 	err := fn(ctx)
 	if err == nil {
+		p.earn()
 		return nil
 	}
 	return retrying(ctx, &p, fn, start, err)
@@ -133,7 +142,10 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		switch {
 		case ctx.Err() != nil: // 1
 			return p.giveUp(ctx, err, attempts, start, context.Cause(ctx))
+		case given(err): // 2, as a failure
+			return p.giveUp(ctx, err, attempts, start, nil)
 		case IsPermanent(err) || (p.Retryable != nil && !p.Retryable(err)): // 2
+			p.earn()
 			return p.giveUp(ctx, err, attempts, start, nil)
 		}
 		if d, ok := waitOf(err); ok { // 3
@@ -150,7 +162,10 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
 			return p.giveUp(ctx, err, attempts, start, backoff.ErrDeadline)
 		}
-		if hooked { // 5
+		if p.Budget != nil && !p.Budget.spend() { // 5
+			return p.giveUp(ctx, err, attempts, start, ErrBudget)
+		}
+		if hooked { // 6
 			p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
 		}
 		if cause := sleep(ctx, &timer, wait); cause != nil {
@@ -160,6 +175,7 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		// counts against the attempt, on the safe side of rule 4.
 		attempts, attemptStart = attempts+1, now.Add(wait)
 		if err = fn(ctx); err == nil {
+			p.earn()
 			return nil
 		}
 	}
@@ -204,6 +220,14 @@ func fits(now time.Time, wait, took time.Duration, deadline time.Time) bool {
 		return false
 	}
 	return need <= deadline.Sub(now)
+}
+
+// earn adds to the Budget, when there is one, for a call that did not
+// fail.
+func (p *Policy) earn() {
+	if p.Budget != nil {
+		p.Budget.earn()
+	}
 }
 
 // notify tells OnRetry and the Logger that a wait is about to start.

@@ -28,7 +28,7 @@ var errFault = errors.New("connection refused")
 
 // constant is a Schedule of n retries that waits d each time, exactly.
 func constant(d time.Duration, n int) backoff.Schedule {
-	return backoff.Schedule{Curve: backoff.Value{BaseDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}
+	return backoff.Schedule{Curve: backoff.Value{BaseDelay: d, MaxDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}
 }
 
 // noWait is a Schedule of n retries that does not wait: a negative

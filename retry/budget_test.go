@@ -1,0 +1,394 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
+)
+
+// good is a call that succeeds at once, and so earns.
+func good(b *retry.Budget) error {
+	return retry.Do(context.Background(), retry.Policy{Budget: b}, func(context.Context) error { return nil })
+}
+
+// bad is a call that fails every attempt and may retry n times without
+// waiting: it returns how many retries the Budget allowed it.
+func bad(b *retry.Budget, n int) (retries int, err error) {
+	calls := 0
+	err = retry.Do(context.Background(), retry.Policy{Schedule: noWait(n), Budget: b}, func(context.Context) error {
+		calls++
+		return errFault
+	})
+	return calls - 1, err
+}
+
+// drain spends every whole retry b holds.
+func drain(t *testing.T, b *retry.Budget) {
+	t.Helper()
+	if _, err := bad(b, 1000); !errors.Is(err, retry.ErrBudget) {
+		t.Fatalf("draining a Budget: %v, want it to end on ErrBudget", err)
+	}
+}
+
+// TestBudgetDefaults: the zero Budget holds 10 retries, refuses the 11th
+// with ErrBudget and the last error kept, and earns 0.1 a call that
+// succeeds: ten buy one whole retry, exactly.
+func TestBudgetDefaults(t *testing.T) {
+	synctest.Test(t, testBudgetDefaults)
+}
+
+func testBudgetDefaults(t *testing.T) {
+	var b retry.Budget
+	if got := b.Tokens(); got != 10 {
+		t.Fatalf("a new Budget holds %v, want 10", got)
+	}
+	retries, err := bad(&b, 1000)
+	var e *retry.Error
+	if retries != 10 || !errors.As(err, &e) || e.Cause != retry.ErrBudget || e.Err != errFault || e.Attempts != 11 || b.Tokens() != 0 {
+		t.Fatalf("a failing call on a new Budget: %d retries, %v, %v left; want 10, then ErrBudget with the last error kept", retries, err, b.Tokens())
+	}
+	if err.Error() != "retry: giving up after 11 attempts in 0s (retry: retry budget exhausted): connection refused" {
+		t.Errorf("message %q", err)
+	}
+	for i := 1; i <= 10; i++ {
+		good(&b)
+		if got, want := b.Tokens(), float64(i)/10; got != want {
+			t.Fatalf("after %d successes: %v, want exactly %v", i, got, want)
+		}
+	}
+	if retries, _ := bad(&b, 1000); retries != 1 {
+		t.Fatalf("ten successes at 0.1 bought %d retries, want exactly 1", retries)
+	}
+	for range 200 {
+		good(&b)
+	}
+	if b.Tokens() != 10 {
+		t.Fatalf("after 200 successes: %v, want Burst, 10, and no more", b.Tokens())
+	}
+}
+
+// TestBudgetFields: each field read to three places; zero the default;
+// negative or NaN none; +Inf Burst never refuses.
+func TestBudgetFields(t *testing.T) {
+	for _, tt := range []struct {
+		b       *retry.Budget
+		tokens  float64
+		retries int // of a failing call allowed 100
+		earned  float64
+	}{
+		{&retry.Budget{}, 10, 10, 0.1},
+		{&retry.Budget{Burst: 3, Ratio: 0.25}, 3, 3, 0.25},
+		{&retry.Budget{Burst: 2.5}, 2.5, 2, 0.1},
+		{&retry.Budget{Burst: 1.0004}, 1, 1, 0.1},
+		{&retry.Budget{Burst: 0.9999}, 1, 1, 0.1},
+		{&retry.Budget{Burst: 0.999}, 0.999, 0, 0}, // full: nothing to earn
+		{&retry.Budget{Burst: -1}, 0, 0, 0},
+		{&retry.Budget{Burst: math.NaN()}, 0, 0, 0},
+		{&retry.Budget{Ratio: -1}, 10, 10, 0},
+		{&retry.Budget{Ratio: math.NaN()}, 10, 10, 0},
+		{&retry.Budget{Ratio: 0.0004}, 10, 10, 0},
+		{&retry.Budget{Ratio: 0.0005}, 10, 10, 0.001},
+		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, 4},
+		{&retry.Budget{PerSecond: -5}, 10, 10, 0.1},
+		{&retry.Budget{Burst: math.Inf(1)}, math.Inf(1), 100, 0},
+		{&retry.Budget{Burst: 1e300}, math.Inf(1), 100, 0},
+	} {
+		b, name := tt.b, fields(tt.b)
+		if got := b.Tokens(); got != tt.tokens {
+			t.Errorf("%s: Tokens() = %v, want %v", name, got, tt.tokens)
+		}
+		retries, _ := bad(b, 100)
+		if retries != tt.retries {
+			t.Errorf("%s: %d retries of 100, want %d", name, retries, tt.retries)
+		}
+		before := b.Tokens()
+		good(b)
+		if got := b.Tokens() - before; !(got == tt.earned || math.Abs(got-tt.earned) < 1e-9 || math.IsInf(before, 1)) {
+			t.Errorf("%s: a success earned %v, want %v", name, got, tt.earned)
+		}
+	}
+}
+
+// TestBudgetWhichCallsEarn: a success, a Permanent error and a Retryable
+// that says no earn; the limits, the deadline rule, a refusal, a done
+// context and GiveUp earn nothing.
+func TestBudgetWhichCallsEarn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Burst: 5}
+		drain(t, b)
+		do := func(ctx context.Context, p retry.Policy, fn func(context.Context) error) {
+			p.Budget = b
+			retry.Do(ctx, p, fn)
+		}
+		fail := func(context.Context) error { return errFault }
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		soon, cancel2 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		for _, tt := range []struct {
+			name string
+			call func()
+			earn bool
+		}{
+			{"success", func() { do(context.Background(), retry.Policy{}, func(context.Context) error { return nil }) }, true},
+			{"success after a retry", func() {
+				n := 0
+				do(context.Background(), retry.Policy{Schedule: noWait(3)}, func(context.Context) error {
+					if n++; n == 1 {
+						return errFault
+					}
+					return nil
+				})
+			}, true},
+			{"Permanent", func() {
+				do(context.Background(), retry.Policy{}, func(context.Context) error { return retry.Permanent(errFault) })
+			}, true},
+			{"Retryable says no", func() {
+				do(context.Background(), retry.Policy{Retryable: func(error) bool { return false }}, fail)
+			}, true},
+			{"GiveUp", func() {
+				do(context.Background(), retry.Policy{}, func(context.Context) error { return retry.GiveUp(errFault) })
+			}, false},
+			{"MaxElapsed", func() {
+				do(context.Background(), retry.Policy{Schedule: backoff.Schedule{Curve: constant(time.Second, 0).Curve, MaxElapsed: 1}}, fail)
+			}, false},
+			{"MaxRetries of 1", func() {
+				do(context.Background(), retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 1}}, fail)
+			}, false},
+			{"the deadline rule", func() { do(soon, retry.Policy{Schedule: constant(time.Hour, 3)}, fail) }, false},
+			{"a done context, before fn", func() { do(cancelled, retry.Policy{}, func(context.Context) error { return nil }) }, false},
+			{"a context ended by fn", func() {
+				ctx, cancel := context.WithCancel(context.Background())
+				do(ctx, retry.Policy{}, func(context.Context) error { cancel(); return errFault })
+			}, false},
+			{"the Budget refuses", func() { do(context.Background(), retry.Policy{Schedule: noWait(5)}, fail) }, false},
+		} {
+			drain(t, b)
+			if tt.name == "success after a retry" {
+				for range 10 { // one whole retry, to be spent by the call
+					good(b)
+				}
+			}
+			before := b.Tokens()
+			tt.call()
+			after := b.Tokens()
+			want := before
+			switch {
+			case tt.name == "success after a retry":
+				want = before - 1 + 0.1
+			case tt.earn:
+				want = before + 0.1
+			}
+			if math.Abs(after-want) > 1e-9 {
+				t.Errorf("%s: tokens %v → %v, want %v", tt.name, before, after, want)
+			}
+		}
+	})
+}
+
+// TestBudgetSpentLast: no retry is taken when another rule gives up first,
+// and none is given back when a wait is cut short.
+func TestBudgetSpentLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Burst: 5}
+		fail := func(context.Context) error { return errFault }
+		soon, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, p := range []retry.Policy{
+			{Schedule: backoff.Schedule{Curve: constant(time.Second, 0).Curve, MaxElapsed: 1}, Budget: b}, // the limits say no
+			{Schedule: constant(time.Hour, 3), Budget: b},                                                 // the deadline rule says no
+			{Schedule: noWait(3), Budget: b, Retryable: func(error) bool { return false }},                // not retryable
+		} {
+			ctx := context.Background()
+			if p.Schedule.Curve.BaseDelay == time.Hour {
+				ctx = soon
+			}
+			retry.Do(ctx, p, fail)
+			if b.Tokens() != 5 {
+				t.Fatalf("%v: %v tokens left, want 5: no retry was made", p, b.Tokens())
+			}
+		}
+		ctx, cancel2 := context.WithCancel(context.Background())
+		go func() { time.Sleep(30 * time.Minute); cancel2() }()
+		retry.Do(ctx, retry.Policy{Schedule: constant(time.Hour, 3), Budget: b}, fail)
+		if b.Tokens() != 4 {
+			t.Fatalf("a wait cut short: %v tokens left, want 4: the retry was taken, and not given back", b.Tokens())
+		}
+	})
+}
+
+// TestBudgetBound: over any interval of length T, the retries a Budget
+// allows are at most Burst + PerSecond×T + Ratio×(the calls that earned in
+// it), exactly, in thousandths, for random runs of calls at random moments
+// of virtual time.
+func TestBudgetBound(t *testing.T) {
+	for _, b := range []*retry.Budget{
+		{},
+		{Ratio: 0.5, Burst: 3},
+		{Ratio: 0.1, Burst: 10, PerSecond: 2},
+		{Ratio: 0.001, Burst: 1, PerSecond: 0.001},
+		{Ratio: -1, Burst: 4, PerSecond: 0.7},
+		{Ratio: 0.3, Burst: -1, PerSecond: 5},
+		{Ratio: 1.5, Burst: 2.5, PerSecond: -3},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(1, uint64(max(b.Burst, 0)*1000)))
+			type event struct {
+				at      time.Duration
+				earned  bool
+				retries int
+			}
+			var events []event
+			budget := &retry.Budget{Ratio: b.Ratio, Burst: b.Burst, PerSecond: b.PerSecond}
+			start := time.Now()
+			for range 400 {
+				time.Sleep(time.Duration(r.ExpFloat64() * float64(300*time.Millisecond)))
+				e := event{at: time.Since(start)}
+				if r.IntN(3) == 0 {
+					e.retries, _ = bad(budget, r.IntN(4))
+				} else {
+					good(budget)
+					e.earned = true
+				}
+				events = append(events, e)
+			}
+			// Each field as the doc reads it: zero the default, below zero none.
+			milli := func(x, def float64) int64 {
+				if x == 0 {
+					x = def
+				}
+				return int64(math.Round(max(x, 0) * 1000))
+			}
+			burst, ratio, rate := milli(b.Burst, 10), milli(b.Ratio, 0.1), milli(b.PerSecond, 0)
+			for i := range events {
+				var retries, earned int64
+				for j := i; j < len(events); j++ {
+					retries += int64(events[j].retries)
+					if events[j].earned {
+						earned++
+					}
+					// The calls of [i, j] lie in an interval of length at - at_i.
+					bound := burst + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned
+					if 1000*retries > bound {
+						t.Fatalf("%s: calls %d to %d, over %v: %d retries allowed, more than the bound %.3f", fields(b), i, j, events[j].at-events[i].at, retries, float64(bound)/1000)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBudgetPerSecond: the clock earns pro rata, keeping what is short of
+// a thousandth for later, up to Burst.
+func TestBudgetPerSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Ratio: -1, Burst: 3, PerSecond: 2}
+		drain(t, b)
+		time.Sleep(750 * time.Millisecond)
+		if got := b.Tokens(); got != 1.5 {
+			t.Fatalf("750ms at 2/s: %v, want 1.5", got)
+		}
+		time.Sleep(time.Hour)
+		if got := b.Tokens(); got != 3 {
+			t.Fatalf("an hour at 2/s: %v, want Burst, 3", got)
+		}
+		// 0.001 a second, read every 100ms: each read earns a tenth of a
+		// thousandth, which is kept, so that 1000 seconds earn one retry.
+		slow := &retry.Budget{Ratio: -1, Burst: 1, PerSecond: 0.001}
+		drain(t, slow)
+		for range 10000 {
+			time.Sleep(100 * time.Millisecond)
+			slow.Tokens()
+		}
+		if got := slow.Tokens(); got != 1 {
+			t.Fatalf("1000s at 0.001/s, read every 100ms: %v, want 1", got)
+		}
+	})
+}
+
+// TestBudgetConcurrent: 64 goroutines on one Budget, under -race: it never
+// holds less than 0 or more than Burst, and never allows more retries than
+// it held and earned.
+func TestBudgetConcurrent(t *testing.T) {
+	b := &retry.Budget{Burst: 20, Ratio: 0.2}
+	var retries, earned atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			for i := range 200 {
+				if (g+i)%3 == 0 {
+					n, _ := bad(b, 3)
+					retries.Add(int64(n))
+				} else {
+					good(b)
+					earned.Add(1)
+				}
+				if tokens := b.Tokens(); tokens < 0 || tokens > 20 {
+					t.Errorf("Tokens() = %v, want within [0, 20]", tokens)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if limit := 20 + earned.Load()/5; retries.Load() > limit {
+		t.Fatalf("%d retries allowed, more than Burst + Ratio × %d successes = %d", retries.Load(), earned.Load(), limit)
+	}
+	if retries.Load() < 20 {
+		t.Fatalf("%d retries allowed, fewer than the Burst it started with", retries.Load())
+	}
+}
+
+// TestBudgetAllocs: a call that succeeds at once with a Budget allocates
+// nothing, full or not.
+func TestBudgetAllocs(t *testing.T) {
+	b := &retry.Budget{}
+	p := retry.Policy{Budget: b}
+	fn := func(context.Context) error { return nil }
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { retry.Do(ctx, p, fn) }); n != 0 {
+		t.Errorf("Do with a full Budget: %v allocations, want 0", n)
+	}
+	drain(t, b)
+	if n := testing.AllocsPerRun(100, func() { retry.Do(ctx, p, fn) }); n != 0 {
+		t.Errorf("Do with an empty Budget: %v allocations, want 0", n)
+	}
+}
+
+// TestGiveUp: Do gives up at once on a GiveUp error, whatever Retryable
+// says, through %w and errors.Join, keeping the message and the chain.
+func TestGiveUp(t *testing.T) {
+	if retry.GiveUp(nil) != nil {
+		t.Fatal("GiveUp(nil) != nil")
+	}
+	for _, err := range []error{
+		retry.GiveUp(errFault),
+		fmt.Errorf("fetching: %w", retry.GiveUp(errFault)),
+		errors.Join(errors.New("x"), retry.GiveUp(errFault)),
+		retry.After(time.Second, retry.GiveUp(errFault)),
+	} {
+		calls, asked := 0, 0
+		got := retry.Do(context.Background(), retry.Policy{Schedule: noWait(5), Retryable: func(error) bool { asked++; return true }},
+			func(context.Context) error { calls++; return err })
+		if e := asError(t, got); calls != 1 || asked != 0 || e.Cause != nil || !errors.Is(got, errFault) {
+			t.Errorf("%v: %d calls, Retryable asked %d times, %v; want 1 call, Retryable not asked, errFault in the chain", err, calls, asked, got)
+		}
+	}
+	if g := retry.GiveUp(errFault); g.Error() != errFault.Error() || !errors.Is(g, errFault) || retry.IsPermanent(g) {
+		t.Errorf("GiveUp(err): message %q, Is %v, IsPermanent %v; want err's message, err in its chain, not Permanent", g, errors.Is(g, errFault), retry.IsPermanent(g))
+	}
+}
+
+// fields names a Budget's configuration, without copying its state.
+func fields(b *retry.Budget) string {
+	return fmt.Sprintf("Budget{Ratio: %v, Burst: %v, PerSecond: %v}", b.Ratio, b.Burst, b.PerSecond)
+}
