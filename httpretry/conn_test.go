@@ -21,9 +21,10 @@ import (
 // outside a synctest bubble: their policies do not wait at all, so no test
 // here sleeps.
 
-// noWait retries n times without waiting.
+// noWait retries n times without waiting, with no budget: these tests
+// are of connections, which a budget's refusals would hide.
 func noWait(n int) retry.Policy {
-	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}}
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}, Budget: httpretry.NoBudget}
 }
 
 // newConnServer starts a server that answers each path's first fails

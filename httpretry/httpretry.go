@@ -19,9 +19,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unherd/backoff"
@@ -75,6 +78,25 @@ import (
 // whose message names the last status or error. A response whose Body is
 // nil is read as having [http.NoBody], as net/http's Client reads it.
 //
+// A budget per host. Backoff spreads a request's retries; it does not make
+// them fewer, and under load that keeps coming, the retries of every
+// request can keep a failing host down after the cause is gone. So with a
+// nil Policy.Budget, the Transport keeps a [retry.Budget] with the defaults
+// for each host, made on first use, keyed as net/http keys its connections
+// (scheme, host and port, the default port filled in: "host" and
+// "host:443" are one): a failing host cannot spend another host's retries,
+// and one that fails every request gets 10 retries from this Transport,
+// then none until its requests succeed again, each success earning a tenth
+// of one. A retry the budget refuses returns the last response as is, as
+// the other limits do. A response not retried because it is not worth
+// retrying (2xx, 4xx but 408 and 429) earns; a Retry-After past
+// MaxRetryAfter or a GetBody that fails earns nothing; a request sent once,
+// because it cannot be sent again, neither earns nor spends. A set
+// Policy.Budget is shared by every host; [NoBudget] turns budgets off. The
+// Transport keeps at most 1,024 hosts' budgets: past that it forgets the
+// full ones, which are the same as new ones, and if those are not enough,
+// others at random, which start afresh should their host come back.
+//
 // Connections are reused: a response that is retried has up to 64 KiB of
 // its body read and discarded, for at most 100ms (and never past the
 // request's deadline), and the body closed, before the wait starts; a body
@@ -85,8 +107,9 @@ import (
 // ([net/url.URL.Redacted]).
 //
 // A request that succeeds at once allocates nothing beyond what Base
-// allocates; a Policy.OnRetry adds one allocation a request, and a Logger
-// two (TestAllocs).
+// allocates, once its host has a budget (the first request to a host makes
+// it); a Policy.OnRetry adds one allocation a request, and a Logger two
+// (TestAllocs). The Transport must not be copied after first use.
 type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport.
 	Base http.RoundTripper
@@ -101,7 +124,14 @@ type Transport struct {
 	// MaxRetryAfter is the longest Retry-After obeyed; a response that asks
 	// for longer is returned as is. Zero or less means one minute.
 	MaxRetryAfter time.Duration
+
+	hosts budgets // a Budget for each host, when Policy.Budget is nil
 }
+
+// NoBudget is a [retry.Budget] that never refuses a retry: set as a
+// Transport's Policy.Budget, it turns the budget per host off, so that
+// only the Policy's limits bound the retries. Do not change its fields.
+var NoBudget = &retry.Budget{Burst: math.Inf(1)}
 
 const (
 	// drainLimit and drainTime bound how much of a retried response's body
@@ -199,6 +229,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	rt := roundTrip{t: t, base: base, req: req}
 	p := t.Policy
+	if p.Budget == nil {
+		p.Budget = t.hosts.of(req.URL)
+	}
 	p.Retryable = nil // the Transport's own Retryable decides, in attempt
 	p.OnRetry = drain
 	if onRetry := t.Policy.OnRetry; onRetry != nil {
@@ -258,7 +291,7 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 			return retry.Permanent(err)
 		}
 		if gerr := rt.rewind(); gerr != nil {
-			return retry.Permanent(fmt.Errorf("%w; and for a retry, %w", err, gerr))
+			return retry.GiveUp(fmt.Errorf("%w; and for a retry, %w", err, gerr))
 		}
 		return err
 	}
@@ -275,13 +308,15 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 		return se
 	}
 	wait, obey := rt.retryAfter(resp)
+	// Asked to wait too long, or unable to send the body again: the caller
+	// sees the answer as is, and the call, a failure, earns no budget.
 	if wait > rt.maxRetryAfter() {
-		rt.resp = resp // asked to wait too long: the caller sees the answer and its header
-		return retry.Permanent(se)
+		rt.resp = resp
+		return retry.GiveUp(se)
 	}
 	if gerr := rt.rewind(); gerr != nil {
 		rt.resp = resp
-		return retry.Permanent(fmt.Errorf("%w; and for a retry, %w", se, gerr))
+		return retry.GiveUp(fmt.Errorf("%w; and for a retry, %w", se, gerr))
 	}
 	rt.last = se
 	if obey {
@@ -398,4 +433,71 @@ func method(req *http.Request) string {
 		return http.MethodGet
 	}
 	return req.Method
+}
+
+// maxHosts is how many hosts' budgets a Transport keeps before it forgets
+// some: a client that reaches a million hosts keeps a bounded map.
+const maxHosts = 1024
+
+// budgets is a Transport's Budget for each host, made on first use.
+type budgets struct {
+	mu sync.RWMutex
+	m  map[hostKey]*retry.Budget
+}
+
+// hostKey names a host as net/http names its connections' ends: scheme,
+// host in lower case, and port, the default port filled in, so that
+// "host" and "host:443" are one.
+type hostKey struct{ scheme, host, port string }
+
+// of returns the Budget for u's host, making it on first use.
+func (b *budgets) of(u *url.URL) *retry.Budget {
+	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()}
+	if key.port == "" {
+		switch key.scheme {
+		case "https":
+			key.port = "443"
+		case "http":
+			key.port = "80"
+		}
+	}
+	b.mu.RLock()
+	budget := b.m[key]
+	b.mu.RUnlock()
+	if budget != nil {
+		return budget
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if budget = b.m[key]; budget == nil {
+		if len(b.m) >= maxHosts {
+			b.forget()
+		}
+		if b.m == nil {
+			b.m = make(map[hostKey]*retry.Budget)
+		}
+		budget = &retry.Budget{}
+		b.m[key] = budget
+	}
+	return budget
+}
+
+// forget makes room in a full map. A full Budget is the same as a new one,
+// so the hosts whose budget is full go first; if that leaves more than half
+// the map, hosts chosen at random (in map order) go too, and theirs start
+// afresh, with 10 retries, should they be reached again. A request in
+// flight keeps the Budget it took, so forgetting costs at most a host's
+// Burst once more.
+func (b *budgets) forget() {
+	for key, budget := range b.m {
+		if budget.Tokens() >= 10 {
+			delete(b.m, key)
+		}
+	}
+	for key := range b.m {
+		if len(b.m) < maxHosts/2 {
+			break
+		}
+		delete(b.m, key)
+	}
 }

@@ -999,3 +999,187 @@ func TestBodyNeverBuffered(t *testing.T) {
 		}
 	})
 }
+
+// hosts is an in-memory Base for many hosts: each answers as its func says,
+// and the requests each received are counted.
+type hosts struct {
+	mu       sync.Mutex
+	answer   func(host string, n int) int // the status of host's n-th request, from 1
+	requests map[string]int
+}
+
+func (h *hosts) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.requests == nil {
+		h.requests = map[string]int{}
+	}
+	h.requests[req.URL.Host]++
+	code := h.answer(req.URL.Host, h.requests[req.URL.Host])
+	return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+}
+
+func getURL(t *testing.T, rt http.RoundTripper, url string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestBudgetPerHost: by default each host has a Budget of its own, 10
+// retries: a host that fails every request gets 10 retries from a client,
+// then none, while another host is still retried; a refused retry returns
+// the last response as is.
+func TestBudgetPerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &hosts{answer: func(host string, n int) int {
+			if host == "down.example" || n%2 == 1 {
+				return 503
+			}
+			return 200
+		}}
+		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 3)}
+		for range 10 {
+			if resp := getURL(t, tr, "http://down.example/"); resp.StatusCode != 503 {
+				t.Fatalf("a host that is down answered %d", resp.StatusCode)
+			}
+		}
+		// 10 requests, 10 retries in all: the first three requests took 3
+		// each, the fourth one, and the rest none.
+		if got := base.requests["down.example"]; got != 20 {
+			t.Fatalf("10 requests to a host that fails every one: %d sent, want 10 + the Budget's 10 retries", got)
+		}
+		start := time.Now()
+		if resp := getURL(t, tr, "http://down.example/"); resp.StatusCode != 503 || time.Since(start) != 0 {
+			t.Fatalf("a retry the Budget refuses: %d after %v; want the 503 as is, at once", resp.StatusCode, time.Since(start))
+		}
+		for range 5 {
+			if resp := getURL(t, tr, "http://up.example/"); resp.StatusCode != 200 {
+				t.Fatalf("another host, failing every other request: %d, want its 200 after a retry", resp.StatusCode)
+			}
+		}
+		if got := base.requests["up.example"]; got != 10 {
+			t.Fatalf("5 requests to a host that fails every other one: %d sent, want 10", got)
+		}
+	})
+}
+
+// TestBudgetHostKey: "host" and "host:443" are one host under https, as
+// net/http's connections are, whatever the case; http and https are two.
+func TestBudgetHostKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &hosts{answer: func(string, int) int { return 503 }}
+		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 20)}
+		getURL(t, tr, "https://api.example/")     // 10 retries, and the Budget is empty
+		getURL(t, tr, "https://API.example:443/") // the same host: no retry
+		getURL(t, tr, "http://api.example:80/x")  // another: 10 retries
+		getURL(t, tr, "http://api.example/y")     // the same as the last
+		getURL(t, tr, "https://[::1]:443/")       // another: 10 retries
+		getURL(t, tr, "https://[::1]/")           // the same as the last
+		// (The Base counts by URL.Host: https://api.example's 11 and
+		// http://api.example/y's 1 fall together there.)
+		want := map[string]int{"api.example": 12, "API.example:443": 1, "api.example:80": 11, "[::1]:443": 11, "[::1]": 1}
+		if fmt.Sprint(base.requests) != fmt.Sprint(want) {
+			t.Fatalf("requests sent %v, want %v", base.requests, want)
+		}
+	})
+}
+
+// TestBudgetShared: a Policy.Budget of the caller's own is shared by every
+// host; NoBudget never refuses.
+func TestBudgetShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &hosts{answer: func(string, int) int { return 503 }}
+		p := constant(time.Second, 5)
+		p.Budget = &retry.Budget{Burst: 3}
+		tr := &httpretry.Transport{Base: base, Policy: p}
+		getURL(t, tr, "http://a.example/")
+		getURL(t, tr, "http://b.example/")
+		if base.requests["a.example"] != 4 || base.requests["b.example"] != 1 || p.Budget.Tokens() != 0 {
+			t.Fatalf("a shared Budget of 3: %v, %v left; want a's 3 retries, none for b", base.requests, p.Budget.Tokens())
+		}
+		p.Budget = httpretry.NoBudget
+		tr = &httpretry.Transport{Base: base, Policy: p}
+		for range 20 {
+			getURL(t, tr, "http://c.example/")
+		}
+		if base.requests["c.example"] != 120 || !math.IsInf(httpretry.NoBudget.Tokens(), 1) {
+			t.Fatalf("NoBudget: %d requests for 20 calls of 5 retries, %v tokens; want 120, +Inf", base.requests["c.example"], httpretry.NoBudget.Tokens())
+		}
+	})
+}
+
+// TestBudgetEarning: a RoundTrip earns as a Do call does: a response not
+// worth retrying earns, and so does one after a retry; a Retry-After past
+// MaxRetryAfter, a GetBody that fails and a request that cannot be sent
+// twice earn nothing, and the last spends nothing either.
+func TestBudgetEarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Burst: 5}
+		p := constant(time.Second, 1)
+		p.Budget = b
+		fail := &hosts{answer: func(string, int) int { return 503 }}
+		drained := func() {
+			for b.Tokens() >= 1 {
+				getURL(t, &httpretry.Transport{Base: fail, Policy: p}, "http://x.example/")
+			}
+		}
+		for _, tt := range []struct {
+			name string
+			do   func(tr *httpretry.Transport)
+			earn float64
+		}{
+			{"200", func(tr *httpretry.Transport) {
+				tr.Base = &hosts{answer: func(string, int) int { return 200 }}
+				getURL(t, tr, "http://x.example/")
+			}, 0.1},
+			{"404", func(tr *httpretry.Transport) {
+				tr.Base = &hosts{answer: func(string, int) int { return 404 }}
+				getURL(t, tr, "http://x.example/")
+			}, 0.1},
+			{"Retry-After past MaxRetryAfter", func(tr *httpretry.Transport) {
+				tr.Base = roundTripFunc(func(*http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"3600"}}, Body: http.NoBody}, nil
+				})
+				if resp := getURL(t, tr, "http://x.example/"); resp.StatusCode != 429 {
+					t.Fatalf("status %d, want the 429 as is", resp.StatusCode)
+				}
+			}, 0},
+			{"GetBody fails", func(tr *httpretry.Transport) {
+				tr.Base = fail
+				req, _ := http.NewRequest(http.MethodPut, "http://x.example/", strings.NewReader("v"))
+				req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
+				if resp, err := tr.RoundTrip(req); err != nil || resp.StatusCode != 503 {
+					t.Fatalf("%v, %v; want the 503 as is", resp, err)
+				}
+			}, 0},
+			{"POST, sent once", func(tr *httpretry.Transport) {
+				tr.Base = &hosts{answer: func(string, int) int { return 200 }}
+				req, _ := http.NewRequest(http.MethodPost, "http://x.example/", strings.NewReader("v"))
+				tr.RoundTrip(req)
+			}, 0},
+		} {
+			drained()
+			for range 5 { // half a retry held: what each call earns shows
+				getURL(t, &httpretry.Transport{Base: &hosts{answer: func(string, int) int { return 200 }}, Policy: p}, "http://x.example/")
+			}
+			before := b.Tokens()
+			tt.do(&httpretry.Transport{Policy: p})
+			if got := b.Tokens() - before; math.Abs(got-tt.earn) > 1e-9 {
+				t.Errorf("%s: earned %v, want %v", tt.name, got, tt.earn)
+			}
+		}
+		// A POST sent once spends nothing, with no retry held or a full
+		// Budget alike.
+		full := &retry.Budget{}
+		p.Budget = full
+		req, _ := http.NewRequest(http.MethodPost, "http://x.example/", strings.NewReader("v"))
+		(&httpretry.Transport{Base: fail, Policy: p}).RoundTrip(req)
+		if full.Tokens() != 10 {
+			t.Fatalf("a POST sent once to a failing host: %v tokens left, want 10", full.Tokens())
+		}
+	})
+}
