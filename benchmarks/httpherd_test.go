@@ -123,6 +123,7 @@ func (s *herdServer) succeeded() {
 type herdTransport struct {
 	name, model string // the library, and the model strategy it should match
 	build       func(conn http.RoundTripper, backoffSource *rand.Rand) http.RoundTripper
+	budgeted    bool // a budget may end a client's calls: reported, not held to the model
 }
 
 var herdTransports = []herdTransport{
@@ -132,19 +133,25 @@ var herdTransports = []herdTransport{
 		c.RetryMax = math.MaxInt32 // every client retries until it succeeds, as in the model
 		c.Logger = nil
 		return c.StandardClient().Transport
-	}},
-	{"unherd/backoff httpretry.Transport", "+max(50% of d, 1s)", func(conn http.RoundTripper, _ *rand.Rand) http.RoundTripper {
+	}, false},
+	{"unherd/backoff httpretry.Transport, NoBudget", "+max(50% of d, 1s)", func(conn http.RoundTripper, _ *rand.Rand) http.RoundTripper {
 		return &httpretry.Transport{Base: conn, Policy: retry.Policy{Schedule: backoff.Schedule{
 			Curve:      raCurve, // the model's curve, never used here: every 429 carries a Retry-After
 			MaxRetries: math.MaxInt32,
+		}, Budget: httpretry.NoBudget}}
+	}, false},
+	{"unherd/backoff httpretry.Transport, its default budget", "+max(50% of d, 1s)", func(conn http.RoundTripper, _ *rand.Rand) http.RoundTripper {
+		return &httpretry.Transport{Base: conn, Policy: retry.Policy{Schedule: backoff.Schedule{
+			Curve:      raCurve,
+			MaxRetries: math.MaxInt32,
 		}}}
-	}},
+	}, true},
 }
 
 // runHerdHTTP runs one trial end to end: every client GETs until it has a
-// 200, through tr.
-func runHerdHTTP(t *testing.T, cfg RAConfig, tr herdTransport, seed uint64, trial int) RAOutcome {
-	var out RAOutcome
+// 200, through tr, or, for a budgeted transport, until its budget ends the
+// call: failed counts those.
+func runHerdHTTP(t *testing.T, cfg RAConfig, tr herdTransport, seed uint64, trial int) (out RAOutcome, failed int) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &herdServer{cfg: cfg, t0: time.Now(), tokens: cfg.Burst}
 		var wg sync.WaitGroup
@@ -158,13 +165,13 @@ func runHerdHTTP(t *testing.T, cfg RAConfig, tr herdTransport, seed uint64, tria
 					return
 				}
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
+				if resp.StatusCode != http.StatusOK && !tr.budgeted {
 					t.Errorf("client %d: %s", c, resp.Status)
 				}
 			})
 		}
 		wg.Wait()
-		if srv.successful != cfg.N {
+		if failed = cfg.N - srv.successful; failed > 0 && !tr.budgeted {
 			t.Fatalf("%d of %d clients succeeded", srv.successful, cfg.N)
 		}
 		var after []time.Duration
@@ -177,7 +184,7 @@ func runHerdHTTP(t *testing.T, cfg RAConfig, tr herdTransport, seed uint64, tria
 		out.Peak = peak(after, herdWindow)
 		out.Completion = srv.lastOK
 	})
-	return out
+	return out, failed
 }
 
 // herdHTTPConfigs are the end-to-end runs: 1,000 clients, in the date form
@@ -216,12 +223,17 @@ func TestHerdHTTP(t *testing.T) {
 	const trials = 200
 	for _, cfg := range herdHTTPConfigs() {
 		fmt.Printf("%s; seed %d, trial %d.\n\n", cfg, herdHTTPSeed, herdHTTPTrial)
-		fmt.Println("| client | what it does with Retry-After | peak: requests in any 10ms after the first expiry | 429s | last success |")
-		fmt.Println("|---|---|--:|--:|--:|")
+		fmt.Println("| client | what it does with Retry-After | peak: requests in any 10ms after the first expiry | 429s | last success | calls the budget ended |")
+		fmt.Println("|---|---|--:|--:|--:|--:|")
 		got := map[string]RAOutcome{}
 		for _, tr := range herdTransports {
 			st := strategies[tr.model]
-			e2e := runHerdHTTP(t, cfg, tr, herdHTTPSeed, herdHTTPTrial)
+			e2e, failed := runHerdHTTP(t, cfg, tr, herdHTTPSeed, herdHTTPTrial)
+			if tr.budgeted {
+				fmt.Printf("| %s | %s | %d | %d | %v | %d |\n", tr.name, tr.model, e2e.Peak, e2e.Rejected, e2e.Completion.Round(time.Millisecond), failed)
+				got["budgeted"] = e2e
+				continue
+			}
 			got[tr.model] = e2e
 			model := runTrials(1, trials, func(_, trial int) RAOutcome { return SimulateRA(cfg, st, herdHTTPSeed, trial) })[0]
 			lo, hi := model[0], model[0]
@@ -230,23 +242,26 @@ func TestHerdHTTP(t *testing.T) {
 				hi = RAOutcome{max(hi.Peak, o.Peak), max(hi.Rejected, o.Rejected), max(hi.Completion, o.Completion)}
 			}
 			mean := RunRA(cfg, []RAStrategy{st}, trials, herdHTTPSeed)[0]
-			fmt.Printf("| %s | %s | %d | %d | %v |\n", tr.name, tr.model, e2e.Peak, e2e.Rejected, e2e.Completion.Round(time.Millisecond))
+			fmt.Printf("| %s | %s | %d | %d | %v | – |\n", tr.name, tr.model, e2e.Peak, e2e.Rejected, e2e.Completion.Round(time.Millisecond))
 			if st.Name == "obey exactly" {
-				fmt.Printf("| the model, the same trial | %s | %d | %d | %v |\n", tr.model, model[herdHTTPTrial].Peak, model[herdHTTPTrial].Rejected, model[herdHTTPTrial].Completion.Round(time.Millisecond))
+				fmt.Printf("| the model, the same trial | %s | %d | %d | %v | – |\n", tr.model, model[herdHTTPTrial].Peak, model[herdHTTPTrial].Rejected, model[herdHTTPTrial].Completion.Round(time.Millisecond))
 				if e2e != model[herdHTTPTrial] {
 					t.Errorf("%s, %s: end to end %+v, the model's trial %+v: the code and the model disagree", cfg, tr.name, e2e, model[herdHTTPTrial])
 				}
 			} else if m, ok := within5SD(e2e, model); !ok {
 				t.Errorf("%s, %s: end to end %+v: its %s is more than 5 standard deviations from the mean of the model's %d trials", cfg, tr.name, e2e, m, trials)
 			}
-			fmt.Printf("| the model, mean of %d trials | %s | %.1f | %.0f | %v |\n", trials, tr.model, mean.Peak, mean.Rejected, mean.Completion.Round(100*time.Millisecond))
-			fmt.Printf("| the model, range of %d trials | %s | %d–%d | %d–%d | %v–%v |\n", trials, tr.model, lo.Peak, hi.Peak, lo.Rejected, hi.Rejected, lo.Completion.Round(100*time.Millisecond), hi.Completion.Round(100*time.Millisecond))
+			fmt.Printf("| the model, mean of %d trials | %s | %.1f | %.0f | %v | – |\n", trials, tr.model, mean.Peak, mean.Rejected, mean.Completion.Round(100*time.Millisecond))
+			fmt.Printf("| the model, range of %d trials | %s | %d–%d | %d–%d | %v–%v | – |\n", trials, tr.model, lo.Peak, hi.Peak, lo.Rejected, hi.Rejected, lo.Completion.Round(100*time.Millisecond), hi.Completion.Round(100*time.Millisecond))
 		}
 		fmt.Println()
-		exact, widened := got["obey exactly"], got["+max(50% of d, 1s)"]
-		if !(widened.Peak < exact.Peak && widened.Rejected < exact.Rejected && widened.Completion < exact.Completion) {
-			t.Errorf("%s: widened %+v, exact %+v: want the widened wait lower in peak, 429s and time", cfg, widened, exact)
+		exact := got["obey exactly"]
+		for _, widened := range []RAOutcome{got["+max(50% of d, 1s)"], got["budgeted"]} {
+			if !(widened.Peak < exact.Peak && widened.Rejected < exact.Rejected && widened.Completion < exact.Completion) {
+				t.Errorf("%s: widened %+v, exact %+v: want the widened wait lower in peak, 429s and time", cfg, widened, exact)
+			}
 		}
+		widened := got["+max(50% of d, 1s)"]
 		if exact.Peak < cfg.N/2 || widened.Peak > cfg.N/20 {
 			t.Errorf("%s: peaks %d (exact) and %d (widened): want the exact herd whole and the widened one broken up", cfg, exact.Peak, widened.Peak)
 		}

@@ -66,8 +66,8 @@ func ExampleDo() {
 }
 
 // fetch is the README's first example, whole: GET url, retrying network
-// errors, 5xx and 429 (as the server's Retry-After asks, spread), and not
-// retrying what cannot get better.
+// errors, 5xx and 429 (as the server's Retry-After asks, spread, up to a
+// minute), and not retrying what cannot get better.
 func fetch(ctx context.Context, url string) ([]byte, error) {
 	return retry.DoValue(ctx, retry.Policy{}, func(ctx context.Context) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -84,6 +84,9 @@ func fetch(ctx context.Context, url string) ([]byte, error) {
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 			err = errors.New(resp.Status)
 			if d, ok := backoff.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+				if d > time.Minute {
+					return nil, retry.GiveUp(err) // an hour's wait is not a retry
+				}
 				err = retry.After(backoff.AddJitter(d, max(d/2, time.Second)), err) // the server's word, spread
 			}
 			return nil, err
@@ -101,12 +104,16 @@ func fetch(ctx context.Context, url string) ([]byte, error) {
 func Example_fetch() {
 	var calls atomic.Int32
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
+		switch calls.Add(1) {
+		case 1:
 			w.Header().Set("Retry-After", "30")
 			w.WriteHeader(http.StatusTooManyRequests)
-			return
+		case 2:
+			fmt.Fprint(w, "hello")
+		default:
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		fmt.Fprint(w, "hello")
 	}))
 	defer server.Close()
 
@@ -121,10 +128,16 @@ func Example_fetch() {
 
 	body, err := fetch(ctx, server.URL)
 	fmt.Println(string(body), err)
+
+	start = time.Now() // no deadline, and the server asks for an hour
+	_, err = fetch(context.Background(), server.URL)
+	errors.As(err, &e)
+	fmt.Println(e.Err, "| attempts:", e.Attempts, "| at once:", time.Since(start) < time.Second)
 	// Output:
 	// 429 Too Many Requests | backoff: the next wait would end after the deadline
 	// at once: true | a deadline error too: true
 	// hello <nil>
+	// 503 Service Unavailable | attempts: 1 | at once: true
 }
 
 // A loop of one's own over a backoff.Schedule, with Sleep as its wait: a
