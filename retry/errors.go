@@ -15,8 +15,9 @@ type Error struct {
 	Attempts int           // how many times fn was called (for a Loop: Wait returned true)
 	Elapsed  time.Duration // from the start to giving up, wall clock
 	// Cause is why it stopped: the Schedule's Err (backoff.ErrMaxRetries,
-	// ErrMaxElapsed, ErrDeadline), the context's cause, or nil when Err is
-	// not retryable.
+	// ErrMaxElapsed, ErrDeadline), ErrBudget, the context's cause, or nil
+	// when Err is not to be retried (Permanent, GiveUp, or Retryable said
+	// no).
 	Cause error
 }
 

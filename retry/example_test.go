@@ -100,7 +100,7 @@ func fetch(ctx context.Context, url string) ([]byte, error) {
 // fetch under a deadline, against a server that answers 429 with
 // "Retry-After: 30": the wait cannot fit in the 10s left, so fetch returns
 // the 429 at once, not a bare context.DeadlineExceeded 10s later. Then the
-// server recovers.
+// server recovers; then it asks for an hour, and fetch gives up at once.
 func Example_fetch() {
 	var calls atomic.Int32
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -33,9 +33,9 @@ type Policy struct {
 	Schedule backoff.Schedule
 
 	// Retryable reports whether an error is worth another attempt. Nil
-	// retries every error; the limits bound it. A [Permanent] error is never
-	// retried, whatever Retryable says: it is checked first. Retryable is not
-	// asked once the context is done.
+	// retries every error; the limits bound it. A [Permanent] or [GiveUp]
+	// error is never retried, whatever Retryable says: it is checked first.
+	// Retryable is not asked once the context is done.
 	Retryable func(error) bool
 
 	// OnRetry, when set, is called once before each wait, in the caller's
