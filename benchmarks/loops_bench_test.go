@@ -44,7 +44,13 @@ var loopContenders = []loopContender{
 		return op
 	}},
 	{"unherd-retry.Do", func(op func(context.Context) error) func(context.Context) error {
-		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 5}}
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}}
+		return func(ctx context.Context) error { return retry.Do(ctx, p, op) }
+	}},
+	// With a Budget that earns what the workload spends (2 retries a call
+	// at most, 2 earned by each success), so that it never refuses here.
+	{"unherd-retry.Do-Budget", func(op func(context.Context) error) func(context.Context) error {
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}, Budget: &retry.Budget{Ratio: 2}}
 		return func(ctx context.Context) error { return retry.Do(ctx, p, op) }
 	}},
 	{"cenkalti-v7.Retry", func(op func(context.Context) error) func(context.Context) error {
@@ -114,7 +120,7 @@ func BenchmarkRetryTwoRetries(b *testing.B) { runLoopBench(b, 2) }
 func BenchmarkRetryDeadline(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{JitterMode: backoff.JitterNone}, MaxRetries: 5}}
+	p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}}
 	for _, failures := range []int{0, 2} {
 		b.Run(map[int]string{0: "Happy", 2: "TwoRetries"}[failures], func(b *testing.B) {
 			calls := 0

@@ -468,6 +468,8 @@ func TestStormSweep(t *testing.T) {
 	if !*sweep {
 		t.Skip("minutes: run with -sweep")
 	}
+	var summary strings.Builder
+	summary.WriteString("| instances | regime | no retries back after | httpretry's default | its target | Budget{Burst: 1} | arms without a budget that stay down |\n|--:|---|--:|--:|--:|--:|--:|\n")
 	for i, cfg := range stormRegimes() {
 		var rows []stormRow
 		for _, arm := range stormArms {
@@ -480,7 +482,51 @@ func TestStormSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		byName := map[string]stormRow{}
+		down, unbudgeted := 0, 0
+		for j, r := range rows {
+			byName[r.arm] = r
+			if j > 0 && !stormArms[j].budgeted {
+				unbudgeted++
+				if !r.recovers {
+					down++
+				}
+			}
+		}
+		none := byName["no retries"]
+		target := "–"
+		if none.recovers {
+			target = fmt.Sprint(stormTarget(none.recovered, 1.5))
+		}
+		fmt.Fprintf(&summary, "| %d | %s | %s | %s | %s | %s | %d of %d |\n", cfg.Instances, cfg.regime(), none.recoveredString(),
+			byName["unherd/backoff httpretry, defaults"].recoveredString(), target, byName["unherd/backoff httpretry, Budget{Burst: 1}"].recoveredString(), down, unbudgeted)
 	}
+	fmt.Println(summary.String())
+}
+
+// regime names what sets c apart from the reference.
+func (c StormConfig) regime() string {
+	ref := stormReference
+	var parts []string
+	if c.Queue != ref.Queue {
+		parts = append(parts, fmt.Sprintf("queue %d", c.Queue))
+	}
+	if c.Depth != ref.Depth {
+		parts = append(parts, fmt.Sprintf("capacity ×%g in the drop", c.Depth))
+	}
+	if c.DropFor != ref.DropFor {
+		parts = append(parts, fmt.Sprintf("a drop of %v", c.DropFor))
+	}
+	if c.Load != ref.Load {
+		parts = append(parts, fmt.Sprintf("%.0f calls/s", c.Load))
+	}
+	if c.AttemptTimeout != ref.AttemptTimeout {
+		parts = append(parts, fmt.Sprintf("attempts %v", c.AttemptTimeout))
+	}
+	if len(parts) == 0 {
+		return "the reference"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stormVerdict says whether the storm held an arm without a budget (but

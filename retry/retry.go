@@ -171,9 +171,12 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		if cause := sleep(ctx, &timer, wait); cause != nil {
 			return p.giveUp(ctx, err, attempts, start, cause)
 		}
-		// The attempt starts as the wait ends: a timer that fires late
-		// counts against the attempt, on the safe side of rule 4.
-		attempts, attemptStart = attempts+1, now.Add(wait)
+		attempts++
+		if hasDeadline {
+			// The attempt starts as the wait ends: a timer that fires late
+			// counts against the attempt, on the safe side of rule 4.
+			attemptStart = now.Add(wait)
+		}
 		if err = fn(ctx); err == nil {
 			p.earn()
 			return nil
