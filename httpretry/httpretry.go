@@ -452,7 +452,11 @@ type hostKey struct{ scheme, host, port string }
 
 // of returns the Budget for u's host, making it on first use.
 func (b *budgets) of(u *url.URL) *retry.Budget {
-	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()}
+	host, port := u.Host, ""
+	if i := strings.LastIndexByte(host, ':'); i > strings.LastIndexByte(host, ']') { // not inside "[::1]"
+		host, port = host[:i], host[i+1:]
+	}
+	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(host), port}
 	if key.port == "" {
 		switch key.scheme {
 		case "https":
