@@ -65,20 +65,8 @@ func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 		return base << shift
 	}
 
-	// Here m^n < 2^(63·log2(e)) < 2^91, so no product below overflows.
-	// Only multiplications: nothing a compiler may fuse into an FMA.
-	p, x := 1.0, m
-	for {
-		if n&1 != 0 {
-			p *= x
-		}
-		n >>= 1
-		if n == 0 {
-			break
-		}
-		x *= x
-	}
-	f := float64(base) * p
+	// Here m^n < 2^(63·log2(e)) < 2^91, so no product overflows.
+	f := float64(base) * pow(m, n)
 	// float64(limit) may round up past limit; !(f < …) also rejects NaN.
 	if !(f < float64(limit)) {
 		return limit
@@ -87,6 +75,20 @@ func Grow(base, ceiling time.Duration, multiplier float64, attempt int) time.Dur
 	// float64(base) may round down below base; the curve never dips under
 	// its own first step, nor passes the ceiling.
 	return min(max(d, base), limit)
+}
+
+// pow returns m^n by repeated squaring, as math.Pow does for an integer
+// exponent: multiplications only, nothing a compiler may fuse into an FMA,
+// so the same bits on every architecture.
+func pow(m float64, n uint64) float64 {
+	p := 1.0
+	for ; n != 0; n >>= 1 {
+		if n&1 != 0 {
+			p *= m
+		}
+		m *= m
+	}
+	return p
 }
 
 // NormalMultiplier returns the multiplier that [Grow] and [Value] use in

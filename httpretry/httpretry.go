@@ -19,12 +19,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/unherd/backoff"
@@ -127,11 +124,6 @@ type Transport struct {
 
 	hosts budgets // a Budget for each host, when Policy.Budget is nil
 }
-
-// NoBudget is a [retry.Budget] that never refuses a retry: set as a
-// Transport's Policy.Budget, it turns the budget per host off, so that
-// only the Policy's limits bound the retries. Do not change its fields.
-var NoBudget = &retry.Budget{Burst: math.Inf(1)}
 
 const (
 	// drainLimit and drainTime bound how much of a retried response's body
@@ -284,20 +276,31 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close() // a RoundTripper that breaks its contract leaks nothing here
 		}
-		switch {
-		case ctx.Err() != nil:
-			return err // retry.Do gives up on it: the context is done
-		case !rt.retryable(nil, err):
-			return retry.Permanent(err)
-		}
-		if gerr := rt.rewind(); gerr != nil {
-			return retry.GiveUp(fmt.Errorf("%w; and for a retry, %w", err, gerr))
-		}
-		return err
+		return rt.failed(ctx, err)
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
+	return rt.answered(ctx, resp)
+}
+
+// failed judges a transport error.
+func (rt *roundTrip) failed(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return err // retry.Do gives up on it: the context is done
+	case !rt.retryable(nil, err):
+		return retry.Permanent(err)
+	}
+	if gerr := rt.rewind(); gerr != nil {
+		return retry.GiveUp(fmt.Errorf("%w; and for a retry, %w", err, gerr))
+	}
+	return err
+}
+
+// answered judges a response: the answer (nil, with rt.resp set), or the
+// retried status as an error, with a Retry-After's wait when it names one.
+func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
 	if ctx.Err() == nil && !rt.retryable(resp, nil) {
 		rt.resp = resp
 		return nil
@@ -433,75 +436,4 @@ func method(req *http.Request) string {
 		return http.MethodGet
 	}
 	return req.Method
-}
-
-// maxHosts is how many hosts' budgets a Transport keeps before it forgets
-// some: a client that reaches a million hosts keeps a bounded map.
-const maxHosts = 1024
-
-// budgets is a Transport's Budget for each host, made on first use.
-type budgets struct {
-	mu sync.RWMutex
-	m  map[hostKey]*retry.Budget
-}
-
-// hostKey names a host as net/http names its connections' ends: scheme,
-// host in lower case, and port, the default port filled in, so that
-// "host" and "host:443" are one.
-type hostKey struct{ scheme, host, port string }
-
-// of returns the Budget for u's host, making it on first use.
-func (b *budgets) of(u *url.URL) *retry.Budget {
-	host, port := u.Host, ""
-	if i := strings.LastIndexByte(host, ':'); i > strings.LastIndexByte(host, ']') { // not inside "[::1]"
-		host, port = host[:i], host[i+1:]
-	}
-	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(host), port}
-	if key.port == "" {
-		switch key.scheme {
-		case "https":
-			key.port = "443"
-		case "http":
-			key.port = "80"
-		}
-	}
-	b.mu.RLock()
-	budget := b.m[key]
-	b.mu.RUnlock()
-	if budget != nil {
-		return budget
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if budget = b.m[key]; budget == nil {
-		if len(b.m) >= maxHosts {
-			b.forget()
-		}
-		if b.m == nil {
-			b.m = make(map[hostKey]*retry.Budget)
-		}
-		budget = &retry.Budget{}
-		b.m[key] = budget
-	}
-	return budget
-}
-
-// forget makes room in a full map. A full Budget is the same as a new one,
-// so the hosts whose budget is full go first; if that leaves more than half
-// the map, hosts chosen at random (in map order) go too, and theirs start
-// afresh, with 10 retries, should they be reached again. A request in
-// flight keeps the Budget it took, so forgetting costs at most a host's
-// Burst once more.
-func (b *budgets) forget() {
-	for key, budget := range b.m {
-		if budget.Tokens() >= 10 {
-			delete(b.m, key)
-		}
-	}
-	for key := range b.m {
-		if len(b.m) < maxHosts/2 {
-			break
-		}
-		delete(b.m, key)
-	}
 }

@@ -139,14 +139,8 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 	var timer *time.Timer
 	attempts, attemptStart := 1, start
 	for {
-		switch {
-		case ctx.Err() != nil: // 1
-			return p.giveUp(ctx, err, attempts, start, context.Cause(ctx))
-		case given(err): // 2, as a failure
-			return p.giveUp(ctx, err, attempts, start, nil)
-		case IsPermanent(err) || (p.Retryable != nil && !p.Retryable(err)): // 2
-			p.earn()
-			return p.giveUp(ctx, err, attempts, start, nil)
+		if cause, final := p.final(ctx, err); final { // 1, 2
+			return p.giveUp(ctx, err, attempts, start, cause)
 		}
 		if d, ok := waitOf(err); ok { // 3
 			s.Override(d)
@@ -182,6 +176,23 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 			return nil
 		}
 	}
+}
+
+// final reports whether Do gives up on err whatever the Schedule says, and
+// why: ctx is done (rule 1: its cause), or err is not to be retried (rule
+// 2: no cause). A Permanent error, or one Retryable refuses, earns the
+// Budget, as a call that did not fail; a GiveUp error does not.
+func (p *Policy) final(ctx context.Context, err error) (cause error, final bool) {
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx), true
+	case given(err):
+		return nil, true
+	case IsPermanent(err) || (p.Retryable != nil && !p.Retryable(err)):
+		p.earn()
+		return nil, true
+	}
+	return nil, false
 }
 
 // sleep is the one wait of Do and a Loop: d on *timer, made on first use
