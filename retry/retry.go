@@ -29,6 +29,11 @@
 //   - The other end's word wins, within limits: [After] names a wait that
 //     replaces the computed one; the retry and time limits still apply.
 //
+// A [Budget], set as Policy.Budget, bounds the retries of many calls
+// together, so that under load that keeps coming the retries cannot keep
+// an overloaded dependency down: retries are earned by calls that did not
+// fail, and a call that finds none left gives up at once.
+//
 // It waits on a [time.Timer] in the caller's goroutine, starts no goroutine,
 // and reads the clock with [time.Now] only, so testing/synctest runs a whole
 // retry sequence in virtual time, with no clock to inject. A Policy is safe
