@@ -133,3 +133,36 @@ func ExampleDefaultRetryable() {
 	// true
 	// true
 }
+
+// The budget per host, against a server that answers 503 to everything:
+// the default budget gives this client's requests 10 retries in all, then
+// returns each 503 at once; NoBudget retries every request 5 times.
+func ExampleNoBudget() {
+	var hits atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer server.Close()
+	var policy retry.Policy
+	policy.UnmarshalText([]byte("no wait, 5 retries")) // no wait, so that the example takes no time
+	for _, budget := range []*retry.Budget{nil, httpretry.NoBudget} {
+		policy.Budget = budget
+		client := &http.Client{Transport: &httpretry.Transport{Policy: policy}}
+		var sent []int32
+		for range 4 {
+			hits.Store(0)
+			resp, err := client.Get(server.URL)
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			resp.Body.Close()
+			sent = append(sent, hits.Load())
+		}
+		fmt.Println("requests sent for each of 4 calls:", sent)
+	}
+	// Output:
+	// requests sent for each of 4 calls: [6 6 1 1]
+	// requests sent for each of 4 calls: [6 6 6 6]
+}

@@ -383,3 +383,29 @@ func TestFetchConfig(t *testing.T) {
 		}
 	})
 }
+
+// A Budget shared by every call to one dependency: one that fails every
+// call gets the Budget's saved retries once, then none, each call giving up
+// at once with ErrBudget, until calls succeed again and earn a tenth of a
+// retry each.
+func ExampleBudget() {
+	budget := &retry.Budget{Burst: 3}
+	policy := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}, Budget: budget}
+	for range 3 {
+		calls := 0
+		err := retry.Do(context.Background(), policy, func(context.Context) error {
+			calls++
+			return errors.New("503 Service Unavailable")
+		})
+		fmt.Println("calls:", calls, "| budget exhausted:", errors.Is(err, retry.ErrBudget), "| retries left:", budget.Tokens())
+	}
+	for range 10 {
+		retry.Do(context.Background(), policy, func(context.Context) error { return nil })
+	}
+	fmt.Println("after 10 successes:", budget.Tokens())
+	// Output:
+	// calls: 4 | budget exhausted: true | retries left: 0
+	// calls: 1 | budget exhausted: true | retries left: 0
+	// calls: 1 | budget exhausted: true | retries left: 0
+	// after 10 successes: 1
+}
