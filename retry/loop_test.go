@@ -296,7 +296,8 @@ func TestPolicyText(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	src := rand.New(rand.NewPCG(1, 1))
 	deadline := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := retry.Policy{OnRetry: onRetry, Retryable: retryable, Logger: logger}
+	budget := &retry.Budget{}
+	p := retry.Policy{OnRetry: onRetry, Retryable: retryable, Logger: logger, Budget: budget}
 	p.Schedule.Rand, p.Schedule.Deadline = src, deadline
 	if err := p.UnmarshalText([]byte("1s x1.5 up to 1m, equal jitter, 4 retries, 2m of waiting")); err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func TestPolicyText(t *testing.T) {
 	if got, want := p.String(), "1s×1.5 up to 1m0s, equal jitter, 4 retries, 2m0s of waiting"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	if p.OnRetry == nil || p.Retryable == nil || p.Logger != logger || p.Schedule.Rand != src || !p.Schedule.Deadline.Equal(deadline) {
+	if p.OnRetry == nil || p.Retryable == nil || p.Logger != logger || p.Budget != budget || p.Schedule.Rand != src || !p.Schedule.Deadline.Equal(deadline) {
 		t.Errorf("UnmarshalText changed what is not text: %+v", p)
 	}
 	before := p.String()
@@ -483,4 +484,18 @@ func waitOut(ctx context.Context, loop *retry.Loop) int {
 		n++
 	}
 	return n
+}
+
+// TestLoopIgnoresBudget: a Loop is one long sequence, which its own limits
+// bound: it spends nothing from Policy.Budget, even one that holds none.
+func TestLoopIgnoresBudget(t *testing.T) {
+	none := &retry.Budget{Burst: -1}
+	loop := retry.NewLoop(retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 3}, Budget: none})
+	n := 0
+	for n < 10 && loop.Wait(context.Background()) {
+		n++
+	}
+	if n != 4 || !errors.Is(loop.Err(), backoff.ErrMaxRetries) {
+		t.Fatalf("a Loop of 3 retries on an empty Budget: %d Waits, Err %v; want 4, ended by MaxRetries", n, loop.Err())
+	}
 }
