@@ -60,8 +60,8 @@ type Budget struct {
 	Ratio float64
 	// Burst is the most retries held at once, and what a new Budget holds.
 	// Zero means 10; below zero (or NaN), none, so no retry is ever made;
-	// +Inf, no bound: a Budget that never refuses (httpretry.NoBudget is
-	// one).
+	// +Inf, or 2^52 thousandths (about 4.5e12) and more, no bound: a Budget
+	// that never refuses (httpretry.NoBudget is one).
 	Burst float64
 	// PerSecond is how many retries the wall clock earns each second, pro
 	// rata. Zero, the default, or below (or NaN): none.
@@ -105,7 +105,7 @@ func (b *Budget) Tokens() float64 {
 		return math.Inf(1)
 	}
 	b.refill(burst)
-	return float64(max(burst-max(b.spent.Load(), 0), 0)) / milliUnit
+	return float64(max(burst-b.spent.Load(), 0)) / milliUnit // below 0 only if Burst was lowered in use
 }
 
 // earn adds Ratio, when the Budget is not full. It is Do's one cost on the

@@ -75,6 +75,23 @@ func testBudgetDefaults(t *testing.T) {
 	if b.Tokens() != 10 {
 		t.Fatalf("after 200 successes: %v, want Burst, 10, and no more", b.Tokens())
 	}
+	// Earning past full keeps nothing over: 10 retries, then none.
+	if retries, _ := bad(&b, 1000); retries != 10 || b.Tokens() != 0 {
+		t.Fatalf("a Budget filled past Burst: %d retries, %v left; want 10, 0", retries, b.Tokens())
+	}
+	// The last thousandth is earned too.
+	thin := &retry.Budget{Ratio: 0.001, Burst: 1}
+	bad(thin, 1)
+	for range 999 {
+		good(thin)
+	}
+	if thin.Tokens() != 0.999 {
+		t.Fatalf("999 successes at 0.001: %v, want 0.999", thin.Tokens())
+	}
+	good(thin)
+	if thin.Tokens() != 1 {
+		t.Fatalf("1000 successes at 0.001: %v, want 1", thin.Tokens())
+	}
 }
 
 // TestBudgetFields: each field read to three places; zero the default;
@@ -102,6 +119,10 @@ func TestBudgetFields(t *testing.T) {
 		{&retry.Budget{PerSecond: -5}, 10, 10, 0.1},
 		{&retry.Budget{Burst: math.Inf(1)}, math.Inf(1), 100, 0},
 		{&retry.Budget{Burst: 1e300}, math.Inf(1), 100, 0},
+		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0.1}, // about the largest Burst counted, 2^52 thousandths
+		{&retry.Budget{Burst: 4.51e12}, math.Inf(1), 100, 0},
+		{&retry.Budget{Burst: -0.5}, 0, 0, 0},
+		{&retry.Budget{Ratio: -0.5}, 10, 10, 0},
 	} {
 		b, name := tt.b, fields(tt.b)
 		if got := b.Tokens(); got != tt.tokens {
@@ -113,7 +134,7 @@ func TestBudgetFields(t *testing.T) {
 		}
 		before := b.Tokens()
 		good(b)
-		if got := b.Tokens() - before; !(got == tt.earned || math.Abs(got-tt.earned) < 1e-9 || math.IsInf(before, 1)) {
+		if got := b.Tokens() - before; !(math.Abs(got-tt.earned) < 1e-9*max(before, 1) || math.IsInf(before, 1)) {
 			t.Errorf("%s: a success earned %v, want %v", name, got, tt.earned)
 		}
 	}
@@ -312,6 +333,18 @@ func TestBudgetPerSecond(t *testing.T) {
 		}
 		if got := slow.Tokens(); got != 1 {
 			t.Fatalf("1000s at 0.001/s, read every 100ms: %v, want 1", got)
+		}
+		// A thousandth is earned in the nanosecond it is due, not one
+		// before.
+		drain(t, slow)
+		slow.Tokens()
+		time.Sleep(time.Second - 1)
+		if got := slow.Tokens(); got != 0 {
+			t.Fatalf("a nanosecond short of a second at 0.001/s: %v, want 0", got)
+		}
+		time.Sleep(1)
+		if got := slow.Tokens(); got != 0.001 {
+			t.Fatalf("a second at 0.001/s: %v, want 0.001", got)
 		}
 	})
 }
