@@ -1774,6 +1774,10 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"100ms, 1 attempt", `"1 attempt": the limit counts retries, which leave out the first call: 1 attempt is no retry at all`},
 		{"100ms, 2.5 ATTEMPTS", `"2.5 ATTEMPTS": the limit counts retries, which leave out the first call: write the attempts less one, as "4 retries" for 5 attempts`},
 		{"100ms, 5 banana", `"5 banana": want a number of retries, such as "5 retries"`},
+		{"100ms, two retries", `"two retries": want a whole number of retries`},
+		{"100ms, 2 attempts", `"2 attempts": the limit counts retries, which leave out the first call: 2 attempts are "1 retry"`},
+		{"1h9999999999h", `"1h9999999999h" is longer than the longest duration`},
+		{"9999999999H", `"9999999999H" is longer than the longest duration`},
 		{"100ms, 5", `"5": want a number of retries`},
 		{"100ms, 5, full jitter", `"5": want a number of retries`},
 	}
@@ -1822,6 +1826,16 @@ func TestPolicyTextRejected(t *testing.T) {
 // TestPolicyTextErrorBounded: an error quotes at most 40 bytes of the text,
 // and of each part of it, never a rune cut in two.
 func TestPolicyTextErrorBounded(t *testing.T) {
+	for _, tt := range []struct{ in, quoted string }{
+		{strings.Repeat("z", 40), strings.Repeat("z", 40) + `"`},
+		{strings.Repeat("z", 41), strings.Repeat("z", 40) + `…"`},
+		{strings.Repeat("z", 39) + "é", strings.Repeat("z", 39) + `…"`}, // 41 bytes: é is not cut in two
+	} {
+		var v Value
+		if err := v.UnmarshalText([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), `policy "`+tt.quoted) {
+			t.Errorf("Value.UnmarshalText(%d bytes) = %v, want the text quoted as %q", len(tt.in), err, tt.quoted)
+		}
+	}
 	for _, in := range []string{
 		strings.Repeat("x", 1<<20),
 		"100ms, " + strings.Repeat("é", 1<<19) + " jitter",

@@ -432,7 +432,9 @@ func (p *policyParser) retries(n *int) error {
 	r, err := strconv.Atoi(t.s)
 	const attempts = "%q: the limit counts retries, which leave out the first call: "
 	switch {
-	case (word == "attempts" || word == "attempt") && r > 1:
+	case (word == "attempts" || word == "attempt") && r == 2:
+		return p.errorf(attempts+"2 attempts are \"1 retry\"", clause)
+	case (word == "attempts" || word == "attempt") && r > 2:
 		return p.errorf(attempts+"%d attempts are \"%d retries\"", clause, r, r-1)
 	case (word == "attempts" || word == "attempt") && r == 1:
 		return p.errorf(attempts+"1 attempt is no retry at all", clause)
@@ -490,7 +492,6 @@ func (p *policyParser) duration(s, want string) (time.Duration, error) {
 // isDuration reports whether s is written as a duration is, numbers each
 // with a unit: so that when time.ParseDuration refuses it, it is too long.
 func isDuration(s string) bool {
-	s = strings.ToLower(s)
 	for s != "" {
 		i := strings.IndexFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
 		if i <= 0 || !isNumber(s[:i]) {
@@ -623,7 +624,7 @@ func near(a, b string) bool {
 // spends one; n ≤ 2 bounds the branching.
 func edits(a, b string, n int) bool {
 	switch {
-	case n < 0 || len(a)-len(b) > n || len(b)-len(a) > n:
+	case len(a)-len(b) > n || len(b)-len(a) > n: // n < 0 too
 		return false
 	case a == "" || b == "":
 		return true
