@@ -332,7 +332,7 @@ func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
 // has one.
 func (rt *roundTrip) rewind() error {
 	req := rt.req
-	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil {
+	if req.Body == nil || req.Body == http.NoBody { // else replayable saw GetBody
 		return nil
 	}
 	body, err := req.GetBody()

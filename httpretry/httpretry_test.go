@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -1180,6 +1181,138 @@ func TestBudgetEarning(t *testing.T) {
 		(&httpretry.Transport{Base: fail, Policy: p}).RoundTrip(req)
 		if full.Tokens() != 10 {
 			t.Fatalf("a POST sent once to a failing host: %v tokens left, want 10", full.Tokens())
+		}
+	})
+}
+
+// TestIdempotencyKeyNeedsAValidMethod: a request with an Idempotency-Key is
+// retried only when its method is an RFC 9110 token, as net/http requires;
+// one net/http would refuse goes once.
+func TestIdempotencyKeyNeedsAValidMethod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			method string
+			sends  int
+		}{
+			{"POST", 2}, {"PATCH", 2}, {"~X!", 2},
+			{"G T", 1}, {"A(B", 1}, {"(AB", 1}, {"A\x7f", 1}, {"MÉTHOD", 1}, {"A\tB", 1},
+		} {
+			srv := newServer(s503)
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example/x", nil)
+			req.Method = tt.method
+			req.Header.Set("Idempotency-Key", "k1")
+			(&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+			if len(srv.reqs) != tt.sends {
+				t.Errorf("method %q with an Idempotency-Key: sent %d times, want %d", tt.method, len(srv.reqs), tt.sends)
+			}
+		}
+	})
+}
+
+// TestContextDoneDuringAttempt: a request whose context ends while Base
+// answers a retryable status gets that response as is, and its body is not
+// rewound for a retry that cannot come.
+func TestContextDoneDuringAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			cancel()
+			return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"1"}}, Body: http.NoBody}, nil
+		})
+		rewound := 0
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://api.example/x", strings.NewReader("v"))
+		req.GetBody = func() (io.ReadCloser, error) { rewound++; return io.NopCloser(strings.NewReader("v")), nil }
+		resp, err := (&httpretry.Transport{Base: base, Policy: constant(time.Second, 3)}).RoundTrip(req)
+		if err != nil || resp.StatusCode != 429 || rewound != 0 {
+			t.Fatalf("%v, %v, GetBody asked %d times; want the 429 as is, GetBody not asked", resp, err, rewound)
+		}
+	})
+}
+
+// TestRetryAfterSpread: the widened waits of a "Retry-After: 10" spread
+// over all of [10s, 15s), half of d on top, not less.
+func TestRetryAfterSpread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var top time.Duration
+		for range 200 {
+			srv := newServer(step{status: 503, retryAfter: "10"})
+			resp, _ := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)})
+			readAll(t, resp)
+			top = max(top, srv.gaps()[0])
+		}
+		if top < 14*time.Second || top >= 15*time.Second {
+			t.Fatalf("the longest of 200 widened 10s waits: %v, want in [14s, 15s)", top)
+		}
+	})
+}
+
+// deafStall is a body that stalls until it is closed, deaf to its request's
+// context, and whose first Close takes a second (the second returns at
+// once).
+type deafStall struct {
+	closed chan struct{}
+	first  atomic.Bool
+}
+
+func (s *deafStall) Read([]byte) (int, error) {
+	<-s.closed
+	return 0, errors.New("read on a closed body")
+}
+
+func (s *deafStall) Close() error {
+	if s.first.CompareAndSwap(false, true) {
+		close(s.closed)
+		time.Sleep(time.Second)
+	}
+	return nil
+}
+
+// TestDrainCut: a stalled body deaf to its context is cut at the drain's
+// bound, or at the request's deadline when that comes first; and the cut
+// has finished, its Close returned, before the next attempt is sent.
+func TestDrainCut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			deadline time.Duration
+			next     time.Duration // when the second attempt is sent
+		}{
+			{0, 100*time.Millisecond + time.Second}, // the bound, then the cut's slow Close
+			{time.Hour, 100*time.Millisecond + time.Second},
+		} {
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel func()
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			var at []time.Duration
+			base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+				at = append(at, time.Since(start))
+				if len(at) == 1 {
+					return &http.Response{StatusCode: 503, Body: &deafStall{closed: make(chan struct{})}}, nil
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+			})
+			p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 1}}
+			resp, err := get(t, ctx, &httpretry.Transport{Base: base, Policy: p})
+			if err != nil || resp.StatusCode != 200 || len(at) != 2 || at[1] != tt.next {
+				t.Errorf("deadline %v: %v, %v, attempts at %v; want 200, the second at %v", tt.deadline, resp, err, at, tt.next)
+			}
+		}
+		// Under a deadline nearer than the bound, the cut comes at the
+		// deadline, which ends the request with the status named.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Body: &deafStall{closed: make(chan struct{})}}, nil
+		})
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 1}}
+		_, err := get(t, ctx, &httpretry.Transport{Base: base, Policy: p})
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(fmt.Sprint(err), "503") || time.Since(start) != 30*time.Millisecond+time.Second {
+			t.Fatalf("a deaf stall under a 30ms deadline: %v after %v; want the deadline, the 503 named, cut at 30ms (and its Close's second)", err, time.Since(start))
 		}
 	})
 }

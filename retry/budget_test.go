@@ -140,6 +140,30 @@ func TestBudgetFields(t *testing.T) {
 	}
 }
 
+// TestBudgetNegativeRatio: a Ratio below zero earns nothing, however
+// little below: it never spends on a success.
+func TestBudgetNegativeRatio(t *testing.T) {
+	b := &retry.Budget{Ratio: -0.5, Burst: 20}
+	bad(b, 5)
+	good(b)
+	if got := b.Tokens(); got != 15 {
+		t.Fatalf("Ratio -0.5, 5 retries spent, then a success: %v left, want 15", got)
+	}
+}
+
+// TestBudgetPerSecondLongIdle: a refill too large to count, a huge
+// PerSecond over hours, fills the Budget, and no more.
+func TestBudgetPerSecondLongIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Ratio: -1, Burst: 3, PerSecond: 1e12}
+		drain(t, b)
+		time.Sleep(10 * time.Hour)
+		if got := b.Tokens(); got != 3 {
+			t.Fatalf("10 hours at 1e12/s: %v, want Burst, 3", got)
+		}
+	})
+}
+
 // TestBudgetWhichCallsEarn: a success, a Permanent error and a Retryable
 // that says no earn; the limits, the deadline rule, a refusal, a done
 // context and GiveUp earn nothing.
