@@ -52,9 +52,9 @@ type loopPeer struct {
 	noPermanent, noHook string
 }
 
-// failsafePermanent is the error failsafe-go users abort on: it has no
+// errFailsafePermanent is the error failsafe-go users abort on: it has no
 // permanent mark of its own, but a policy aborts on the errors it names.
-var failsafePermanent = errors.New("permanent")
+var errFailsafePermanent = errors.New("permanent")
 
 var loopPeers = []loopPeer{
 	{
@@ -128,7 +128,7 @@ var loopPeers = []loopPeer{
 			b := retrypolicy.NewBuilder[any]().
 				WithMaxRetries(c.retries).
 				WithDelay(c.wait).
-				AbortOnErrors(failsafePermanent)
+				AbortOnErrors(errFailsafePermanent)
 			if c.retryAll {
 				b = b.HandleIf(func(_ any, err error) bool { return err != nil })
 			}
@@ -139,7 +139,7 @@ var loopPeers = []loopPeer{
 				return fn(exec.Context())
 			})
 		},
-		permanent:  func(err error) error { return fmt.Errorf("%w: %w", failsafePermanent, err) },
+		permanent:  func(err error) error { return fmt.Errorf("%w: %w", errFailsafePermanent, err) },
 		classifier: true, hook: true,
 	},
 }
