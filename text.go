@@ -313,6 +313,9 @@ func (p *policyParser) curve(v *Value) error {
 		if hint := p.jitterFirst(t); hint != nil {
 			return hint
 		}
+		if w, ok := p.peek(); ok && isNumber(t.s) && (near(strings.ToLower(w.s), "retries") || isWord(w.s, "retries") || isWord(w.s, "retry") || isWord(w.s, "attempts")) {
+			return p.errorf("the curve is missing: a policy starts with a base wait such as 100ms (or \"no wait\"), and the retries follow it after a comma, as in \"100ms, 5 retries\"")
+		}
 		return err
 	}
 	v.BaseDelay, v.Multiplier = d, 2
