@@ -8,7 +8,10 @@
 // It retries only requests that can be sent twice: idempotent methods, or an
 // Idempotency-Key header, with a body it can rewind. It never reads a body
 // into memory, never obeys a Retry-After past MaxRetryAfter, never sleeps
-// into the request's deadline, and starts no goroutine of its own.
+// into the request's deadline, and keeps a retry budget for each host, so
+// that a fleet's retries cannot keep a failing host down. The one goroutine
+// it may start, the runtime's, to cut a stalled body, ends before the
+// request does.
 package httpretry
 
 import (
