@@ -1780,6 +1780,7 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"3 retires, full jitter", `the curve is missing`},
 		{"5 apples", `"5" is not a duration above zero`},
 		{"100ms, 2 attempts", `"2 attempts": the limit counts retries, which leave out the first call: 2 attempts are "1 retry"`},
+		{"100ms, 3 attempts", `"3 attempts": the limit counts retries, which leave out the first call: 3 attempts are "2 retries"`},
 		{"1h9999999999h", `"1h9999999999h" is longer than the longest duration`},
 		{"9999999999H", `"9999999999H" is longer than the longest duration`},
 		{"100ms, 5", `"5": want a number of retries`},
