@@ -151,19 +151,6 @@ func TestBudgetNegativeRatio(t *testing.T) {
 	}
 }
 
-// TestBudgetPerSecondLongIdle: a refill too large to count, a huge
-// PerSecond over hours, fills the Budget, and no more.
-func TestBudgetPerSecondLongIdle(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := &retry.Budget{Ratio: -1, Burst: 3, PerSecond: 1e12}
-		drain(t, b)
-		time.Sleep(10 * time.Hour)
-		if got := b.Tokens(); got != 3 {
-			t.Fatalf("10 hours at 1e12/s: %v, want Burst, 3", got)
-		}
-	})
-}
-
 // TestBudgetWhichCallsEarn: a success, a Permanent error and a Retryable
 // that says no earn; the limits, the deadline rule, a refusal, a done
 // context and GiveUp earn nothing.
@@ -346,6 +333,14 @@ func TestBudgetPerSecond(t *testing.T) {
 		time.Sleep(time.Hour)
 		if got := b.Tokens(); got != 3 {
 			t.Fatalf("an hour at 2/s: %v, want Burst, 3", got)
+		}
+		// A refill too large to count, a huge PerSecond over hours, fills
+		// the Budget, and no more.
+		huge := &retry.Budget{Ratio: -1, Burst: 3, PerSecond: 1e12}
+		drain(t, huge)
+		time.Sleep(10 * time.Hour)
+		if got := huge.Tokens(); got != 3 {
+			t.Fatalf("10 hours at 1e12/s: %v, want Burst, 3", got)
 		}
 		// 0.001 a second, read every 100ms: each read earns a tenth of a
 		// thousandth, which is kept, so that 1000 seconds earn one retry.
