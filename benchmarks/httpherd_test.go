@@ -138,7 +138,7 @@ var herdTransports = []herdTransport{
 		return &httpretry.Transport{Base: conn, Policy: retry.Policy{Schedule: backoff.Schedule{
 			Curve:      raCurve, // the model's curve, never used here: every 429 carries a Retry-After
 			MaxRetries: math.MaxInt32,
-		}, Budget: httpretry.NoBudget}}
+		}, Budget: httpretry.NoBudget()}}
 	}, false},
 	{"unherd/backoff httpretry.Transport, its default budget", "+max(50% of d, 1s)", func(conn http.RoundTripper, _ *rand.Rand) http.RoundTripper {
 		return &httpretry.Transport{Base: conn, Policy: retry.Policy{Schedule: backoff.Schedule{

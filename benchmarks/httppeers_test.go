@@ -233,7 +233,7 @@ func zeroWaits(p httpPeer, base http.RoundTripper) *http.Client {
 	switch {
 	case strings.HasPrefix(p.name, "unherd"):
 		return &http.Client{Transport: &httpretry.Transport{Base: base, Policy: retry.Policy{Schedule: backoff.Schedule{
-			Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}, Budget: httpretry.NoBudget}}}
+			Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}, Budget: httpretry.NoBudget()}}}
 	case strings.HasPrefix(p.name, "hashicorp"):
 		c := retryablehttp.NewClient()
 		c.HTTPClient = &http.Client{Transport: base}

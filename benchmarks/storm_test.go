@@ -219,7 +219,7 @@ var stormArms = []stormArm{
 		return func(ctx context.Context) bool { return get200(ctx, client) }
 	}},
 	{"unherd/backoff httpretry, NoBudget", false, func(conn http.RoundTripper) func(context.Context) bool {
-		client := &http.Client{Transport: &httpretry.Transport{Base: conn, Policy: retry.Policy{Budget: httpretry.NoBudget}}}
+		client := &http.Client{Transport: &httpretry.Transport{Base: conn, Policy: retry.Policy{Budget: httpretry.NoBudget()}}}
 		return func(ctx context.Context) bool { return get200(ctx, client) }
 	}},
 	{"unherd/backoff httpretry, Budget{PerSecond: 10}", true, func(conn http.RoundTripper) func(context.Context) bool {
@@ -688,7 +688,7 @@ func TestBudgetHealthy(t *testing.T) {
 		return ok, refused
 	}
 	okDefault, refusedDefault := run(nil)
-	okNone, refusedNone := run(httpretry.NoBudget)
+	okNone, refusedNone := run(httpretry.NoBudget())
 	fmt.Printf("5%% of attempts failing, %d calls: the default budget per host: %d succeeded, %d retries refused; NoBudget: %d succeeded, %d refused\n",
 		calls, okDefault, refusedDefault, okNone, refusedNone)
 	if refusedDefault != 0 || math.Abs(float64(okDefault-okNone)) > 0.001*calls {

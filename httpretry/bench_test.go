@@ -16,7 +16,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 func BenchmarkRoundTripNoBudget(b *testing.B) {
 	tr := &httpretry.Transport{Base: okBase}
-	tr.Policy.Budget = httpretry.NoBudget
+	tr.Policy.Budget = httpretry.NoBudget()
 	bench(b, tr)
 }
 

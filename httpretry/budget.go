@@ -9,10 +9,11 @@ import (
 	"github.com/unherd/backoff/retry"
 )
 
-// NoBudget is a [retry.Budget] that never refuses a retry: set as a
+// NoBudget returns a [retry.Budget] that never refuses a retry: set as a
 // Transport's Policy.Budget, it turns the budget per host off, so that
-// only the Policy's limits bound the retries. Do not change its fields.
-var NoBudget = &retry.Budget{Burst: math.Inf(1)}
+// only the Policy's limits bound the retries. Each call returns a Budget
+// of its own, so that no change to one reaches another Transport.
+func NoBudget() *retry.Budget { return &retry.Budget{Burst: math.Inf(1)} }
 
 // maxHosts is how many hosts' budgets a Transport keeps before it forgets
 // some: a client that reaches a million hosts keeps a bounded map.
@@ -25,17 +26,13 @@ type budgets struct {
 }
 
 // hostKey names a host as net/http names its connections' ends: scheme,
-// host in lower case, and port, the default port filled in, so that
-// "host" and "host:443" are one.
+// host and port, the default port filled in, so that "host" and
+// "host:443" are one; scheme and host in lower case.
 type hostKey struct{ scheme, host, port string }
 
 // of returns the Budget for u's host, making it on first use.
 func (b *budgets) of(u *url.URL) *retry.Budget {
-	host, port := u.Host, ""
-	if i := strings.LastIndexByte(host, ':'); i > strings.LastIndexByte(host, ']') { // not inside "[::1]"
-		host, port = host[:i], host[i+1:]
-	}
-	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(host), port}
+	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()}
 	if key.port == "" {
 		switch key.scheme {
 		case "https":

@@ -24,7 +24,7 @@ import (
 // noWait retries n times without waiting, with no budget: these tests
 // are of connections, which a budget's refusals would hide.
 func noWait(n int) retry.Policy {
-	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}, Budget: httpretry.NoBudget}
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}, Budget: httpretry.NoBudget()}
 }
 
 // newConnServer starts a server that answers each path's first fails

@@ -146,7 +146,7 @@ func ExampleNoBudget() {
 	defer server.Close()
 	var policy retry.Policy
 	policy.UnmarshalText([]byte("no wait, 5 retries")) // no wait, so that the example takes no time
-	for _, budget := range []*retry.Budget{nil, httpretry.NoBudget} {
+	for _, budget := range []*retry.Budget{nil, httpretry.NoBudget()} {
 		policy.Budget = budget
 		client := &http.Client{Transport: &httpretry.Transport{Policy: policy}}
 		var sent []int32

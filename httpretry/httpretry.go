@@ -5,16 +5,130 @@
 //
 //	client := &http.Client{Transport: &httpretry.Transport{}}
 //
-// It retries only requests that can be sent twice: idempotent methods, or an
-// Idempotency-Key header, with a body it can rewind. It never reads a body
-// into memory, never obeys a Retry-After past MaxRetryAfter, never sleeps
-// into the request's deadline, and keeps a retry budget for each host, so
-// that a fleet's retries cannot keep a failing host down. The one goroutine
-// it may start, the runtime's, to cut a stalled body, ends before the
-// request does.
+// It never reads a request body into memory, never obeys a Retry-After
+// past [Transport].MaxRetryAfter, never sleeps into the request's
+// deadline, and keeps a retry budget for each host, so that a fleet's
+// retries cannot keep a failing host down.
+//
+// # What it retries
+//
+// A request is sent more than once only when its method is idempotent by
+// RFC 9110 §9.2.2 (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or it carries an
+// Idempotency-Key or X-Idempotency-Key header, and its body is nil,
+// [http.NoBody], or has GetBody. This is net/http's own rule for resending
+// a request on a broken connection (transport.go's isReplayable), with PUT
+// and DELETE added, which net/http leaves out only because it cannot know
+// whether a request reached the server. A key counts as net/http counts
+// it, but for a header sent with an empty value, which names no key; the
+// zero-length slice net/http reads as "idempotent, but send no header"
+// counts.
+//
+// Any other request goes to Base once, untouched, and so does one that
+// net/http refuses before sending, each time again, judged from the
+// request: no URL, a nil Header, a header or trailer whose name is not a
+// token or whose value holds CR, LF, NUL or another control byte but tab,
+// and through an [*http.Transport] a scheme other than http and https, or
+// no host. Such a request neither spends nor earns a budget. An HTTP
+// server on an https URL, which only shows in the reply, is not retried
+// either, and its error comes back as Base gave it, so that
+// [http.Client] reports [http.ErrSchemeMismatch].
+//
+// DefaultRetryable, or the Transport's Retryable, chooses which outcomes
+// are failures worth another attempt. Policy.Retryable, when set, then
+// decides among them as [retry.Do] decides: it is asked with the transport
+// error, or with a [*StatusError] for a retried status, and a false ends
+// the request there.
+//
+// A request body is never read into memory: each retry gets a fresh one
+// from GetBody, asked for as soon as a response is to be retried, so that
+// a GetBody that fails, or returns no body, ends the request before any
+// wait, with the response it followed returned as is, and the attempt
+// never sent not counted. (When the limits then end the request, GetBody
+// was called once more than a body was sent; that one is closed unread.)
+//
+// # How it waits
+//
+// As Policy says ([retry.Do], which it runs on), with one change: a
+// Retry-After on a 429 or 503 (either form, read by
+// [backoff.ParseRetryAfter]; of several, the first) replaces the computed
+// wait, widened by backoff.AddJitter(d, max(d/2, time.Second)): clients
+// told the same instant otherwise return in it together
+// (benchmarks/README.md measures it). So a wait obeyed can reach
+// d + max(d/2, 1s), 1.5 × MaxRetryAfter at most for a long one. A
+// Retry-After above MaxRetryAfter, before widening, is not obeyed and not
+// retried: that response is returned. A Retry-After on any other status
+// is ignored. The retry limits and the request's deadline still apply: a
+// wait that cannot be followed by an attempt before the deadline is not
+// started, and the time an attempt took counts its drain (below).
+//
+// # What it returns
+//
+// A response that is not retried, or the last one when it gives up before
+// a wait has started (the limits, the deadline rule, the budget, a context
+// that ended during the attempt), is returned with a nil error, as a
+// client without retries would have returned it: its status, its header,
+// and its body, read from the start. Giving up on a transport error
+// returns a [*retry.Error] that wraps it. When the context ends during a
+// wait, or while a retried body is drained, RoundTrip returns an error
+// whose chain holds the context's cause and whose message names the last
+// status or error. A response whose Body is nil is read as having
+// [http.NoBody], as net/http's Client reads it; a Base that returns
+// neither a response nor an error breaks the RoundTripper contract, and
+// RoundTrip returns an error that says so.
+//
+// # A budget per host
+//
+// Backoff spreads a request's retries; it does not make them fewer, and
+// under load that keeps coming, the retries of every request can keep a
+// failing host down after the cause is gone. So with a nil Policy.Budget,
+// the Transport keeps a [retry.Budget] with the defaults for each host,
+// made on first use: a failing host cannot spend another host's retries,
+// and one that fails every request gets 10 retries from this Transport,
+// then none until its requests succeed again, each success earning a tenth
+// of one. A retry the budget refuses returns the last response as is, as
+// the other limits do. A response not retried because it is not worth
+// retrying (2xx, 4xx but 408 and 429) earns; a Retry-After past
+// MaxRetryAfter or a GetBody that fails earns nothing. A set Policy.Budget
+// is shared by every host; [NoBudget] turns budgets off.
+//
+// Hosts are keyed as net/http keys its connections: the scheme, and
+// [net/url.URL.Hostname] and [net/url.URL.Port] with the default port
+// filled in, so that "host" and "host:443" are one, in any case. The one
+// exception is a name that IDNA maps: net/http sends "bücher.example",
+// "BÜCHER.example" and "xn--bcher-kva.example" to one host, which this
+// package, with no IDNA mapping in the standard library, keys as two (the
+// Unicode spellings, lowered, are one). The Transport keeps at most 1,024
+// hosts' budgets: past that it forgets the full ones, which are the same
+// as new ones, and if those are not enough, others at random, which start
+// afresh should their host come back.
+//
+// # Connections and bodies
+//
+// A response that is to be retried has up to 64 KiB of its body read into
+// memory, for at most 100ms and never past the request's deadline, before
+// retry decides: a body that ends there is closed at once, so that its
+// connection goes back to the pool, and the response, should no retry
+// follow, is returned with what was read. A body longer than that is kept
+// open, unread past it, and closed before the wait, which drops its
+// connection; one slower than that is cut where it is, and a response
+// returned after a cut yields what was read and then an error that says
+// so. The runtime's timer goroutine makes the cut; it ends before the
+// attempt does.
+//
+// OnRetry and the Logger see, for a retried status, an Event.Err that is a
+// [*StatusError], whose message is the status line ("503 Service
+// Unavailable"); the Logger's records carry the method and the URL, with
+// any password redacted ([net/url.URL.Redacted]).
+//
+// A request that succeeds at once allocates nothing beyond what Base
+// allocates, once its host has a budget (the first request to a host makes
+// it); a Policy.OnRetry adds one allocation a request, and a Logger two
+// (TestAllocs). Transport.CloseIdleConnections reaches Base's, so that
+// [http.Client.CloseIdleConnections] closes the connections.
 package httpretry
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -24,102 +138,32 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/retry"
 )
 
-// Transport is an [http.RoundTripper] that retries through Base, as
-// Policy and Retryable say. The zero Transport is usable: it sends through
+// Transport is an [http.RoundTripper] that retries through Base, as Policy
+// and Retryable say; the package doc says what it retries, how it waits
+// and what it returns. The zero Transport is usable: it sends through
 // [http.DefaultTransport], retries DefaultRetryable's failures 5 times with
-// the waits "200ms×2 up to 30s, full jitter", and obeys a Retry-After of up
-// to a minute. A Transport is safe for concurrent use when its fields are
-// not changed while it is in use (and Policy.Schedule.Rand is nil; see
-// [retry.Policy]).
-//
-// What it retries. A request is sent more than once only when its method
-// is idempotent by RFC 9110 §9.2.2 (GET, HEAD, OPTIONS, TRACE, PUT,
-// DELETE) or it carries an Idempotency-Key or X-Idempotency-Key header, and
-// its body is nil, [http.NoBody], or has GetBody. This is net/http's own
-// rule for resending a request on a broken connection (transport.go's
-// isReplayable) with PUT and DELETE added, which net/http leaves out only
-// because it cannot know whether a request reached the server. Any other
-// request goes to Base once, untouched; so does one net/http cannot send
-// at all (no URL; through an [*http.Transport], a scheme other than http
-// and https, or no host), which would fail the same way each time. A body
-// is never read into memory: each retry gets a fresh one from GetBody,
-// asked for as soon as a response is to be retried, so that a GetBody that
-// fails ends the request before any wait, with the response it followed
-// returned as is, and the attempt never sent not counted. (So when the
-// limits then end the request, GetBody was called once more than a body
-// was sent; that one is closed unread.)
-//
-// How it waits. As Policy says ([retry.Do], which it runs on), with two
-// changes: Retryable replaces Policy.Retryable, which is not consulted; and
-// a Retry-After on a 429 or 503 (either form, read by
-// [backoff.ParseRetryAfter]; of several, the first) replaces the computed
-// wait, widened by backoff.AddJitter(d, max(d/2, time.Second)): clients
-// told the same instant otherwise return in it together
-// (benchmarks/README.md measures it). A Retry-After above MaxRetryAfter,
-// before widening, is not obeyed and not retried: that response is
-// returned. A Retry-After on any other status is ignored. The retry limits
-// and the request's deadline still apply: a wait that cannot be followed by
-// an attempt before the deadline is not started.
-//
-// What it returns. A response that is not retried, or the last one when
-// it gives up before a wait has started (limits, the deadline rule, a
-// context that ended during the attempt), is returned as is: body unread,
-// nil error, as a client without retries would have returned it. Giving up
-// on a transport error returns a [*retry.Error] that wraps it. When the
-// context ends during a wait, or while a retried body is drained,
-// RoundTrip returns an error whose chain holds the context's cause and
-// whose message names the last status or error. A response whose Body is
-// nil is read as having [http.NoBody], as net/http's Client reads it.
-//
-// A budget per host. Backoff spreads a request's retries; it does not make
-// them fewer, and under load that keeps coming, the retries of every
-// request can keep a failing host down after the cause is gone. So with a
-// nil Policy.Budget, the Transport keeps a [retry.Budget] with the defaults
-// for each host, made on first use, keyed as net/http keys its connections
-// (scheme, host and port, the default port filled in: "host" and
-// "host:443" are one): a failing host cannot spend another host's retries,
-// and one that fails every request gets 10 retries from this Transport,
-// then none until its requests succeed again, each success earning a tenth
-// of one. A retry the budget refuses returns the last response as is, as
-// the other limits do. A response not retried because it is not worth
-// retrying (2xx, 4xx but 408 and 429) earns; a Retry-After past
-// MaxRetryAfter or a GetBody that fails earns nothing; a request sent once,
-// because it cannot be sent again, neither earns nor spends. A set
-// Policy.Budget is shared by every host; [NoBudget] turns budgets off. The
-// Transport keeps at most 1,024 hosts' budgets: past that it forgets the
-// full ones, which are the same as new ones, and if those are not enough,
-// others at random, which start afresh should their host come back.
-//
-// Connections are reused: a response that is retried has up to 64 KiB of
-// its body read and discarded, for at most 100ms (and never past the
-// request's deadline), and the body closed, before the wait starts; a body
-// longer or slower is closed where it is, and its connection dropped.
-// OnRetry and the Logger see, for a retried status, an Event.Err whose
-// message is the status line ("503 Service Unavailable"); the Logger's
-// records carry the method and the URL, with any password redacted
-// ([net/url.URL.Redacted]).
-//
-// A request that succeeds at once allocates nothing beyond what Base
-// allocates, once its host has a budget (the first request to a host makes
-// it); a Policy.OnRetry adds one allocation a request, and a Logger two
-// (TestAllocs). The Transport must not be copied after first use.
+// the waits "200ms×2 up to 30s, full jitter", obeys a Retry-After of up to
+// a minute, and keeps a budget for each host. A Transport is safe for
+// concurrent use when its fields are not changed while it is in use (and
+// Policy.Schedule.Rand is nil; see [retry.Policy]), and must not be copied
+// after first use.
 type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport.
 	Base http.RoundTripper
-	// Policy gives the waits, the limits, OnRetry and the Logger.
-	// Policy.Retryable is not consulted.
+	// Policy gives the waits, the limits, the budget, OnRetry and the
+	// Logger. Its Retryable, when set, decides among the failures that
+	// Retryable below chooses, as retry.Do decides.
 	Policy retry.Policy
-	// Retryable reports whether an attempt's outcome is worth another
-	// attempt: a response (err nil) or a transport error (resp nil). Nil
-	// means DefaultRetryable. It is not asked once the request's context is
-	// done.
+	// Retryable reports whether an attempt's outcome is a failure worth
+	// another attempt: a response (err nil) or a transport error (resp
+	// nil). Nil means DefaultRetryable. It is not asked once the request's
+	// context is done.
 	Retryable func(resp *http.Response, err error) bool
 	// MaxRetryAfter is the longest Retry-After obeyed; a response that asks
 	// for longer is returned as is. Zero or less means one minute.
@@ -141,15 +185,15 @@ const (
 
 // DefaultRetryable reports whether an attempt is worth repeating: a
 // transport error, or the statuses 408, 429, 500, 502, 503 and 504. Every
-// other status, and every 2xx and 3xx, is not. Two kinds of transport error
-// are not either, since no retry can fix them: a TLS certificate that fails
-// verification ([tls.CertificateVerificationError], or an x509 error, in
-// the chain), and [http.ErrSchemeMismatch] (an HTTP server on an https
-// URL). (A request net/http cannot send at all the Transport sends once,
-// judged from the request itself, not from the words of its error.) It
-// does not look at contexts: a context error from an inner timeout is a
-// fault like any other, and the Transport itself stops once the request's
-// own context is done.
+// other status, and every 2xx and 3xx, is not. Three kinds of transport
+// error are not either, since no retry can fix them: a TLS certificate
+// that fails verification ([tls.CertificateVerificationError], or an x509
+// error, in the chain), an HTTP server on an https URL (a
+// [tls.RecordHeaderError] whose record starts "HTTP/", or
+// [http.ErrSchemeMismatch]), and a Base that returned neither a response
+// nor an error. It does not look at contexts: a context error from an
+// inner timeout is a fault like any other, and the Transport itself stops
+// once the request's own context is done.
 func DefaultRetryable(resp *http.Response, err error) bool {
 	if err != nil {
 		var (
@@ -159,7 +203,7 @@ func DefaultRetryable(resp *http.Response, err error) bool {
 			invalid   x509.CertificateInvalidError
 		)
 		return !errors.As(err, &verify) && !errors.As(err, &authority) && !errors.As(err, &hostname) &&
-			!errors.As(err, &invalid) && !errors.Is(err, http.ErrSchemeMismatch)
+			!errors.As(err, &invalid) && !schemeMismatch(err) && !errors.Is(err, errNilResponse)
 	}
 	if resp == nil {
 		return false
@@ -173,64 +217,33 @@ func DefaultRetryable(resp *http.Response, err error) bool {
 	return false
 }
 
-// replayable reports whether req may be sent more than once: net/http's own
-// rule (Request.isReplayable), with PUT and DELETE, which RFC 9110 §9.2.2
-// makes idempotent, beside GET, HEAD, OPTIONS and TRACE.
-func replayable(req *http.Request) bool {
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return false
-	}
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	_, key := req.Header["Idempotency-Key"]
-	_, xkey := req.Header["X-Idempotency-Key"]
-	return (key || xkey) && validMethod(req.Method)
+// schemeMismatch reports whether err says an HTTP server answered a TLS
+// handshake: the record net/http's Client turns into ErrSchemeMismatch, or
+// that error.
+func schemeMismatch(err error) bool {
+	var record tls.RecordHeaderError
+	return errors.As(err, &record) && string(record.RecordHeader[:]) == "HTTP/" || errors.Is(err, http.ErrSchemeMismatch)
 }
 
-// sendable reports whether base can send req at all. Every Base needs a
-// URL; an *http.Transport refuses, before sending and each time again, a
-// scheme other than http and https and a URL with no host. Other Bases may
-// serve other schemes.
-func sendable(base http.RoundTripper, req *http.Request) bool {
-	if req.URL == nil {
-		return false
-	}
-	if _, ok := base.(*http.Transport); !ok {
-		return true
-	}
-	return (req.URL.Scheme == "http" || req.URL.Scheme == "https") && req.URL.Host != ""
-}
-
-// validMethod reports whether m is an RFC 9110 token, as net/http requires
-// of a method.
-func validMethod(m string) bool {
-	return m != "" && strings.IndexFunc(m, func(r rune) bool {
-		return r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r)
-	}) < 0
-}
+// errNilResponse is the error for a Base that returns (nil, nil).
+var errNilResponse = errors.New("httpretry: Base returned a nil *http.Response with a nil error")
 
 // RoundTrip implements [http.RoundTripper]: it sends req through Base and
-// retries as the Transport's doc says. It does not modify req, and no
+// retries as the package doc says. It does not modify req, and no
 // goroutine it starts outlives it.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	base := t.base()
 	if !replayable(req) || !sendable(base, req) {
-		return base.RoundTrip(req)
+		return send(base, req)
 	}
 	rt := roundTrip{t: t, base: base, req: req}
 	p := t.Policy
 	if p.Budget == nil {
 		p.Budget = t.hosts.of(req.URL)
 	}
-	p.Retryable = nil // the Transport's own Retryable decides, in attempt
-	p.OnRetry = drain
+	p.OnRetry = waiting
 	if onRetry := t.Policy.OnRetry; onRetry != nil {
-		p.OnRetry = func(e retry.Event) { drain(e); onRetry(e) }
+		p.OnRetry = func(e retry.Event) { waiting(e); onRetry(e) }
 	}
 	if p.Logger != nil {
 		p.Logger = slog.New(&requestHandler{p.Logger.Handler(), req})
@@ -239,15 +252,54 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt.next != nil { // a fresh body for a retry that was not made
 		rt.next.Close()
 	}
-	switch {
+	switch last := rt.last; {
 	case rt.resp != nil:
 		return rt.resp, nil
-	case rt.last != nil && !rt.last.drained: // gave up on a status before any wait started
-		return rt.last.resp, nil
+	case rt.bare != nil:
+		return nil, rt.bare
+	case last != nil && !last.waited && !(last.drained && req.Context().Err() != nil):
+		return last.Response, nil // gave up on a status before any wait started
+	case last != nil:
+		last.Response.Body.Close()
 	case rt.attempts == 0 && req.Body != nil: // the context was done before the first attempt
 		req.Body.Close() // a RoundTripper closes the body, including on errors
 	}
 	return nil, err
+}
+
+// CloseIdleConnections closes Base's idle connections, when Base has a
+// CloseIdleConnections method (as [*http.Transport] has), so that
+// [http.Client.CloseIdleConnections] reaches them through the Transport.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base().(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func (t *Transport) base() http.RoundTripper {
+	if t.Base == nil {
+		return http.DefaultTransport
+	}
+	return t.Base
+}
+
+// send is one RoundTrip on base, held to the RoundTripper contract: a
+// response with a nil Body gets http.NoBody, and a Base that returns
+// neither a response nor an error, an error that says so.
+func send(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	resp, err := base.RoundTrip(req)
+	switch {
+	case err != nil:
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close() // a RoundTripper that breaks its contract leaks nothing here
+		}
+		return nil, err
+	case resp == nil:
+		return nil, fmt.Errorf("%w (Base is %T)", errNilResponse, base)
+	case resp.Body == nil:
+		resp.Body = http.NoBody
+	}
+	return resp, nil
 }
 
 // roundTrip is the state of one RoundTrip.
@@ -258,7 +310,8 @@ type roundTrip struct {
 	attempts int
 	next     io.ReadCloser  // the body of the next attempt, from GetBody
 	resp     *http.Response // the response to return, when an attempt ends the sequence with one
-	last     *statusError   // the last attempt's retried status, nil after a transport error
+	last     *StatusError   // the last attempt's retried status, nil after a transport error
+	bare     error          // an error to return as Base gave it: an HTTP server on an https URL
 }
 
 // attempt sends the request once: nil means rt.resp is the answer; an
@@ -274,15 +327,9 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 	}
 	rt.attempts++
 	rt.last = nil
-	resp, err := rt.base.RoundTrip(req)
+	resp, err := send(rt.base, req)
 	if err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close() // a RoundTripper that breaks its contract leaks nothing here
-		}
 		return rt.failed(ctx, err)
-	}
-	if resp.Body == nil {
-		resp.Body = http.NoBody
 	}
 	return rt.answered(ctx, resp)
 }
@@ -292,6 +339,9 @@ func (rt *roundTrip) failed(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return err // retry.Do gives up on it: the context is done
+	case schemeMismatch(err):
+		rt.bare = err
+		return retry.Permanent(err)
 	case !rt.retryable(nil, err):
 		return retry.Permanent(err)
 	}
@@ -308,7 +358,7 @@ func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
 		rt.resp = resp
 		return nil
 	}
-	se := &statusError{resp: resp, ctx: ctx}
+	se := &StatusError{Response: resp}
 	if ctx.Err() != nil {
 		rt.last = se // retry.Do gives up on it, and RoundTrip returns it as is
 		return se
@@ -324,6 +374,7 @@ func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
 		rt.resp = resp
 		return retry.GiveUp(fmt.Errorf("%w; and for a retry, %w", se, gerr))
 	}
+	se.drain(ctx)
 	rt.last = se
 	if obey {
 		return retry.After(backoff.AddJitter(wait, max(wait/2, time.Second)), se)
@@ -332,15 +383,19 @@ func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
 }
 
 // rewind asks GetBody for the body of the next attempt, when the request
-// has one.
+// has one. A nil body from GetBody fails, as net/http's own rewind does
+// not check: sent in its place, it would panic net/http's write loop.
 func (rt *roundTrip) rewind() error {
 	req := rt.req
 	if req.Body == nil || req.Body == http.NoBody { // else replayable saw GetBody
 		return nil
 	}
 	body, err := req.GetBody()
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("httpretry: rewinding the request body: %w", err)
+	case body == nil:
+		return errors.New("httpretry: rewinding the request body: GetBody returned a nil body")
 	}
 	rt.next = body
 	return nil
@@ -370,47 +425,111 @@ func (rt *roundTrip) retryable(resp *http.Response, err error) bool {
 	return DefaultRetryable(resp, err)
 }
 
-// drain runs as OnRetry, just before each wait: it reads up to drainLimit
-// of the retried response's body, for up to drainTime and never past the
-// request's deadline, and closes it, so that its connection goes back to
-// the pool and a context that ends during the wait leaves nothing open. A
-// body slower than that is closed where it is, which drops its connection
-// and ends a Read blocked in net/http's body. It finds the response in the
-// Event, so that RoundTrip's own state need not escape to the heap.
-func drain(e retry.Event) {
-	var se *statusError
-	if !errors.As(e.Err, &se) || se.drained {
-		return
+// StatusError is a retried status, as retry sees it: the error of an
+// attempt whose response Retryable (or DefaultRetryable) retries. Its
+// message is the status line, "503 Service Unavailable". Policy.Retryable,
+// OnRetry (in Event.Err) and the Logger get one for each retried status,
+// and so does the error RoundTrip returns when the context ends during a
+// wait; [errors.As] finds it. Read the Response's status and header: its
+// body belongs to the Transport, which reads it for the connection's sake
+// and closes it before the wait.
+type StatusError struct {
+	Response *http.Response
+
+	drained bool // its body was read for a retry: Body replays what was read
+	waited  bool // a wait began after it: its body is closed, and it is not returned
+}
+
+func (e *StatusError) Error() string {
+	if s := e.Response.Status; s != "" {
+		return s
 	}
-	se.drained = true
-	body := se.resp.Body
+	code := e.Response.StatusCode
+	return strconv.Itoa(code) + " " + http.StatusText(code)
+}
+
+// drain reads up to drainLimit of the body into memory, for up to
+// drainTime and never past ctx's deadline, and puts in its place a body
+// that yields what was read and then the rest, so that the response can
+// still be returned as it came should no retry follow. A body that ends
+// within the bounds is closed at once, so that its connection goes back to
+// the pool before any wait; one that does not is closed by waiting, or by
+// whoever reads the response. A body slower than the bounds is cut where
+// it is (the Close ends a Read blocked in net/http's body), and yields,
+// after what was read, an error that says so.
+func (e *StatusError) drain(ctx context.Context) {
+	body := e.Response.Body
 	limit := drainTime
-	if deadline, ok := se.ctx.Deadline(); ok {
+	if deadline, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(deadline))
 	}
 	cut := make(chan struct{})
 	timer := time.AfterFunc(limit, func() { body.Close(); close(cut) })
-	io.CopyN(io.Discard, body, drainLimit)
+	var buf bytes.Buffer
+	_, err := io.CopyN(&buf, body, drainLimit)
 	if !timer.Stop() {
-		<-cut // the cut ran: it ends here, not after RoundTrip
+		<-cut // the cut ran: it ends here, not after the attempt
+		if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+			<-ctx.Done() // the deadline's own timer fires in this instant too: let the context say so
+		}
+		if err != io.EOF {
+			err = fmt.Errorf("httpretry: the body of a retried %q was cut after %v: it was slower than a drain may take", e.Error(), limit)
+		}
 	}
-	body.Close()
+	r := &replay{data: buf.Bytes()}
+	switch err {
+	case io.EOF:
+		body.Close()
+	case nil:
+		r.rest = body // longer than drainLimit: unread past it until a wait closes it
+	default:
+		r.err = err
+		body.Close()
+	}
+	e.Response.Body, e.drained = r, true
 }
 
-// statusError is a retried response, as the error retry.Do judges: its
-// message is the status line.
-type statusError struct {
-	resp    *http.Response
-	ctx     context.Context // the request's, which bounds the drain
-	drained bool            // its body was drained and closed: it will not be returned
+// replay is a drained body: what was read, then the rest of the body, or
+// the error that ended the read.
+type replay struct {
+	data []byte
+	rest io.ReadCloser
+	err  error
 }
 
-func (e *statusError) Error() string {
-	if s := e.resp.Status; s != "" {
-		return s
+func (r *replay) Read(p []byte) (int, error) {
+	switch {
+	case len(r.data) > 0:
+		n := copy(p, r.data)
+		r.data = r.data[n:]
+		return n, nil
+	case r.rest != nil:
+		return r.rest.Read(p)
+	case r.err != nil:
+		return 0, r.err
 	}
-	code := e.resp.StatusCode
-	return strconv.Itoa(code) + " " + http.StatusText(code)
+	return 0, io.EOF
+}
+
+func (r *replay) Close() error {
+	if rest := r.rest; rest != nil {
+		r.rest = nil
+		return rest.Close()
+	}
+	return nil
+}
+
+// waiting runs as OnRetry, just before each wait: it closes the retried
+// response's body, which drops the connection of a body longer than the
+// drain read, so that a context that ends during the wait leaves nothing
+// open. It finds the response in the Event, so that RoundTrip's own state
+// need not escape to the heap.
+func waiting(e retry.Event) {
+	var se *StatusError
+	if errors.As(e.Err, &se) && !se.waited {
+		se.waited = true
+		se.Response.Body.Close()
+	}
 }
 
 // requestHandler adds the request's method and URL, password redacted, to

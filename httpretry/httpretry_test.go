@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -593,9 +594,7 @@ func TestContextDone(t *testing.T) {
 func TestRetryableDecides(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer(step{status: 404}, step{status: 404})
-		p := constant(time.Second, 5)
-		p.Retryable = func(error) bool { t.Fatal("Policy.Retryable was consulted"); return false }
-		tr := &httpretry.Transport{Base: srv, Policy: p, Retryable: func(resp *http.Response, err error) bool {
+		tr := &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5), Retryable: func(resp *http.Response, err error) bool {
 			return err == nil && resp.StatusCode == 404 // eventually consistent reads
 		}}
 		resp, err := get(t, context.Background(), tr)
@@ -604,11 +603,49 @@ func TestRetryableDecides(t *testing.T) {
 		}
 		readAll(t, resp)
 		srv = newServer(s503)
-		resp, _ = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p, Retryable: func(*http.Response, error) bool { return false }})
+		resp, _ = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: constant(time.Second, 5), Retryable: func(*http.Response, error) bool { return false }})
 		if resp.StatusCode != 503 || len(srv.reqs) != 1 {
 			t.Fatalf("Retryable says no: %d requests", len(srv.reqs))
 		}
 		readAll(t, resp)
+	})
+}
+
+// TestPolicyRetryableDecides: Policy.Retryable decides among the failures
+// the Transport's rule chooses, as retry.Do decides: asked with a
+// *StatusError for a status and with the error for a transport error, a
+// false returns that outcome at once; it is never asked about an answer
+// the rule does not retry.
+func TestPolicyRetryableDecides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		refused := errors.New("connection refused")
+		var asked []string
+		p := constant(time.Second, 5)
+		p.Retryable = func(err error) bool {
+			var se *httpretry.StatusError
+			if errors.As(err, &se) {
+				asked = append(asked, strconv.Itoa(se.Response.StatusCode))
+				return se.Response.StatusCode != 502 // a 502 here is a deploy: no retry
+			}
+			asked = append(asked, err.Error())
+			return !errors.Is(err, refused)
+		}
+		srv := newServer(s503, step{status: 502, body: "bad gateway"})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p})
+		if err != nil || resp.StatusCode != 502 || len(srv.reqs) != 2 || readAll(t, resp) != "bad gateway" {
+			t.Fatalf("Policy.Retryable refuses a 502: %d requests, %v, %v; want the 502 as is after 2", len(srv.reqs), resp, err)
+		}
+		srv = newServer(step{err: refused})
+		_, err = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p})
+		if !errors.Is(err, refused) || len(srv.reqs) != 1 {
+			t.Fatalf("Policy.Retryable refuses a transport error: %d requests, %v; want 1 and the error", len(srv.reqs), err)
+		}
+		srv = newServer(step{status: 404})
+		resp, _ = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: p})
+		readAll(t, resp)
+		if want := "[503 502 connection refused]"; fmt.Sprint(asked) != want {
+			t.Fatalf("Policy.Retryable was asked %v, want %v (never about the 404)", asked, want)
+		}
 	})
 }
 
@@ -1102,13 +1139,13 @@ func TestBudgetShared(t *testing.T) {
 		if base.requests["a.example"] != 4 || base.requests["b.example"] != 1 || p.Budget.Tokens() != 0 {
 			t.Fatalf("a shared Budget of 3: %v, %v left; want a's 3 retries, none for b", base.requests, p.Budget.Tokens())
 		}
-		p.Budget = httpretry.NoBudget
+		p.Budget = httpretry.NoBudget()
 		tr = &httpretry.Transport{Base: base, Policy: p}
 		for range 20 {
 			getURL(t, tr, "http://c.example/")
 		}
-		if base.requests["c.example"] != 120 || !math.IsInf(httpretry.NoBudget.Tokens(), 1) {
-			t.Fatalf("NoBudget: %d requests for 20 calls of 5 retries, %v tokens; want 120, +Inf", base.requests["c.example"], httpretry.NoBudget.Tokens())
+		if base.requests["c.example"] != 120 || !math.IsInf(httpretry.NoBudget().Tokens(), 1) {
+			t.Fatalf("NoBudget: %d requests for 20 calls of 5 retries, %v tokens; want 120, +Inf", base.requests["c.example"], httpretry.NoBudget().Tokens())
 		}
 	})
 }

@@ -61,7 +61,7 @@ type Budget struct {
 	// Burst is the most retries held at once, and what a new Budget holds.
 	// Zero means 10; below zero (or NaN), none, so no retry is ever made;
 	// +Inf, or 2^52 thousandths (about 4.5e12) and more, no bound: a Budget
-	// that never refuses (httpretry.NoBudget is one).
+	// that never refuses (httpretry.NoBudget() is one).
 	Burst float64
 	// PerSecond is how many retries the wall clock earns each second, pro
 	// rata. Zero, the default, or below (or NaN): none.
