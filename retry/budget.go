@@ -74,8 +74,10 @@ type Budget struct {
 }
 
 // ErrBudget is the Cause of the Error Do returns when a Budget has no whole
-// retry left for the next attempt.
-var ErrBudget = errors.New("retry: retry budget exhausted")
+// retry left for the next attempt. Its message is "retry: budget
+// exhausted", which reads once in the Error's: "retry: giving up after 11
+// attempts in 2.1s (retry: budget exhausted): 503 Service Unavailable".
+var ErrBudget = errors.New("retry: budget exhausted")
 
 // The bounds of a count in thousandths: enough for anything a Budget can
 // mean, and far from overflow when added to.

@@ -57,7 +57,7 @@ func testBudgetDefaults(t *testing.T) {
 	if retries != 10 || !errors.As(err, &e) || e.Cause != retry.ErrBudget || e.Err != errFault || e.Attempts != 11 || b.Tokens() != 0 {
 		t.Fatalf("a failing call on a new Budget: %d retries, %v, %v left; want 10, then ErrBudget with the last error kept", retries, err, b.Tokens())
 	}
-	if err.Error() != "retry: giving up after 11 attempts in 0s (retry: retry budget exhausted): connection refused" {
+	if err.Error() != "retry: giving up after 11 attempts in 0s (retry: budget exhausted): connection refused" {
 		t.Errorf("message %q", err)
 	}
 	for i := 1; i <= 10; i++ {
