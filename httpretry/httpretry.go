@@ -169,7 +169,7 @@ type Transport struct {
 	// for longer is returned as is. Zero or less means one minute.
 	MaxRetryAfter time.Duration
 
-	hosts budgets // a Budget for each host, when Policy.Budget is nil
+	budgets hosts[retry.Budget] // a Budget for each host, when Policy.Budget is nil
 }
 
 const (
@@ -239,7 +239,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rt := roundTrip{t: t, base: base, req: req}
 	p := t.Policy
 	if p.Budget == nil {
-		p.Budget = t.hosts.of(req.URL)
+		p.Budget = t.budgets.of(keyOf(req.URL), full)
 	}
 	p.OnRetry = waiting
 	if onRetry := t.Policy.OnRetry; onRetry != nil {

@@ -41,8 +41,8 @@ func TestBudgetsBounded(t *testing.T) {
 		for i := range n {
 			req.URL.Host = "h" + strconv.Itoa(i)
 			tr.RoundTrip(req)
-			if len(tr.hosts.m) > maxHosts {
-				t.Fatalf("status %d: %d budgets after %d hosts, want at most %d", status, len(tr.hosts.m), i+1, maxHosts)
+			if len(tr.budgets.m) > maxHosts {
+				t.Fatalf("status %d: %d budgets after %d hosts, want at most %d", status, len(tr.budgets.m), i+1, maxHosts)
 			}
 		}
 	}
@@ -65,7 +65,7 @@ func TestBudgetsForgetFullFirst(t *testing.T) {
 	tr := &Transport{Base: base, Policy: retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 1}}}
 	req, _ := http.NewRequest(http.MethodGet, "http://down/", nil)
 	tr.RoundTrip(req)
-	down := tr.hosts.m[hostKey{"http", "down", "80"}]
+	down := tr.budgets.m[hostKey{"http", "down", "80"}]
 	if down == nil || down.Tokens() != 9 {
 		t.Fatalf("a host that is down: budget %v, want one, with 9 retries left", down)
 	}
@@ -73,7 +73,7 @@ func TestBudgetsForgetFullFirst(t *testing.T) {
 		req.URL.Host = "up" + strconv.Itoa(i)
 		tr.RoundTrip(req)
 	}
-	if tr.hosts.m[hostKey{"http", "down", "80"}] != down || len(tr.hosts.m) > maxHosts {
-		t.Fatalf("after %d hosts that succeed: the spent budget forgotten (%d kept), want it kept while full ones can go", 5*maxHosts, len(tr.hosts.m))
+	if tr.budgets.m[hostKey{"http", "down", "80"}] != down || len(tr.budgets.m) > maxHosts {
+		t.Fatalf("after %d hosts that succeed: the spent budget forgotten (%d kept), want it kept while full ones can go", 5*maxHosts, len(tr.budgets.m))
 	}
 }
