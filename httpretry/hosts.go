@@ -85,3 +85,6 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool) *V {
 // full reports whether b holds what a new Budget holds, and so can be
 // forgotten at no cost.
 func full(b *retry.Budget) bool { return b.Tokens() >= 10 }
+
+// never is the spare of a table with no value to prefer forgetting.
+func never[V any](*V) bool { return false }

@@ -168,6 +168,15 @@ type Transport struct {
 	// MaxRetryAfter is the longest Retry-After obeyed; a response that asks
 	// for longer is returned as is. Zero or less means one minute.
 	MaxRetryAfter time.Duration
+	// AttemptTimeout, when above zero, bounds each request sent, from the
+	// start of its RoundTrip on Base until its response headers arrive:
+	// past it, that request is cancelled, and the attempt fails with
+	// ErrAttemptTimeout, which DefaultRetryable retries. The body of a
+	// response that arrived in time is never cut by it. Zero or less: none.
+	AttemptTimeout time.Duration
+	// Hedge, when set, sends another copy of a replayable request whose
+	// headers are slow to come (see [Hedge]). Nil: no hedging.
+	Hedge *Hedge
 
 	budgets hosts[retry.Budget] // a Budget for each host, when Policy.Budget is nil
 }
@@ -233,14 +242,28 @@ var errNilResponse = errors.New("httpretry: Base returned a nil *http.Response w
 // goroutine it starts outlives it.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.base()
-	if !replayable(req) || !sendable(base, req) {
+	switch {
+	case !sendable(base, req):
+		return send(base, req)
+	case !replayable(req) && t.AttemptTimeout > 0:
+		rt := roundTrip{request: request{t: t, base: base, req: req}}
+		resp, err, _ := rt.fly(req.Context(), req, req.Body, 0)
+		return resp, err
+	case !replayable(req):
 		return send(base, req)
 	}
-	rt := roundTrip{t: t, base: base, req: req}
+	rt := roundTrip{request: request{t: t, base: base, req: req}}
 	p := t.Policy
-	if p.Budget == nil {
-		p.Budget = t.budgets.of(keyOf(req.URL), full)
+	if p.Budget == nil || t.Hedge != nil && t.Hedge.adaptive() {
+		key := keyOf(req.URL)
+		if p.Budget == nil {
+			p.Budget = t.budgets.of(key, full)
+		}
+		if t.Hedge != nil && t.Hedge.adaptive() {
+			rt.lat = t.Hedge.hosts.of(key, never)
+		}
 	}
+	rt.budget = p.Budget
 	p.OnRetry = waiting
 	if onRetry := t.Policy.OnRetry; onRetry != nil {
 		p.OnRetry = func(e retry.Event) { waiting(e); onRetry(e) }
@@ -302,11 +325,19 @@ func send(base http.RoundTripper, req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// request is what one RoundTrip sends, and through what: the part of its
+// state a flight copies, so that the rest need not escape to the heap.
+type request struct {
+	t      *Transport
+	base   http.RoundTripper
+	req    *http.Request
+	budget *retry.Budget // the Policy's, or the host's: retries and hedges take from it
+	lat    *latency      // the host's latency, for an adaptive Hedge
+}
+
 // roundTrip is the state of one RoundTrip.
 type roundTrip struct {
-	t        *Transport
-	base     http.RoundTripper
-	req      *http.Request
+	request
 	attempts int
 	next     io.ReadCloser  // the body of the next attempt, from GetBody
 	resp     *http.Response // the response to return, when an attempt ends the sequence with one
@@ -317,21 +348,42 @@ type roundTrip struct {
 // attempt sends the request once: nil means rt.resp is the answer; an
 // error is a failure for retry.Do to judge.
 func (rt *roundTrip) attempt(ctx context.Context) error {
-	req := rt.req
-	if rt.attempts > 0 { // a retry: a shallow copy with a fresh body
-		r := *req
-		if rt.next != nil {
-			r.Body, rt.next = rt.next, nil
-		}
-		req = &r
+	req, body := rt.req, rt.req.Body
+	if rt.next != nil { // a retry's fresh body
+		body, rt.next = rt.next, nil
 	}
 	rt.attempts++
 	rt.last = nil
-	resp, err := send(rt.base, req)
-	if err != nil {
+	var resp *http.Response
+	var err error
+	answer, delay := false, rt.hedgeDelay()
+	if delay > 0 || rt.t.AttemptTimeout > 0 || rt.lat != nil {
+		resp, err, answer = rt.fly(ctx, req, body, delay)
+	} else {
+		if rt.attempts > 1 { // a retry: a shallow copy with the fresh body
+			r := *req
+			r.Body = body
+			req = &r
+		}
+		resp, err = send(rt.base, req)
+	}
+	switch {
+	case err != nil:
 		return rt.failed(ctx, err)
+	case delay == 0:
+		answer = rt.answers(ctx, resp)
+	}
+	if answer {
+		rt.resp = resp
+		return nil
 	}
 	return rt.answered(ctx, resp)
+}
+
+// answers reports whether resp is the answer: not a failure Retryable
+// retries, and the request's context not done.
+func (rt *request) answers(ctx context.Context, resp *http.Response) bool {
+	return ctx.Err() == nil && !rt.retryable(resp, nil)
 }
 
 // failed judges a transport error.
@@ -351,13 +403,9 @@ func (rt *roundTrip) failed(ctx context.Context, err error) error {
 	return err
 }
 
-// answered judges a response: the answer (nil, with rt.resp set), or the
-// retried status as an error, with a Retry-After's wait when it names one.
+// answered judges a response that is not the answer: the retried status
+// as an error, with a Retry-After's wait when it names one.
 func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
-	if ctx.Err() == nil && !rt.retryable(resp, nil) {
-		rt.resp = resp
-		return nil
-	}
 	se := &StatusError{Response: resp}
 	if ctx.Err() != nil {
 		rt.last = se // retry.Do gives up on it, and RoundTrip returns it as is
@@ -418,7 +466,7 @@ func (rt *roundTrip) maxRetryAfter() time.Duration {
 }
 
 // retryable asks the Transport's Retryable, or DefaultRetryable.
-func (rt *roundTrip) retryable(resp *http.Response, err error) bool {
+func (rt *request) retryable(resp *http.Response, err error) bool {
 	if f := rt.t.Retryable; f != nil {
 		return f(resp, err)
 	}

@@ -125,8 +125,11 @@ func (b *Budget) earn() {
 	}
 }
 
-// spend takes one retry, and reports whether there was one.
-func (b *Budget) spend() bool {
+// Allow takes one retry from the Budget, and reports whether it held one
+// whole: Do asks it just before each wait, and httpretry before each
+// hedge, so that retries and hedges share one bound. With less than one
+// whole retry held, it takes nothing and reports false.
+func (b *Budget) Allow() bool {
 	burst := milli(b.Burst, 10*milliUnit)
 	if burst >= milliMax {
 		return true

@@ -161,7 +161,7 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
 			return p.giveUp(ctx, err, attempts, start, backoff.ErrDeadline)
 		}
-		if p.Budget != nil && !p.Budget.spend() { // 5
+		if p.Budget != nil && !p.Budget.Allow() { // 5
 			return p.giveUp(ctx, err, attempts, start, ErrBudget)
 		}
 		if hooked { // 6

@@ -1,0 +1,366 @@
+package httpretry
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ErrAttemptTimeout is the error of an attempt whose response headers took
+// longer than Transport.AttemptTimeout. It is a [net.Error] whose Timeout
+// reports true, and DefaultRetryable retries it.
+var ErrAttemptTimeout error = attemptTimeout{}
+
+type attemptTimeout struct{}
+
+func (attemptTimeout) Error() string   { return "httpretry: attempt timed out awaiting response headers" }
+func (attemptTimeout) Timeout() bool   { return true }
+func (attemptTimeout) Temporary() bool { return true }
+
+// Hedge sends more copies of a request whose response headers are slow to
+// come, and returns the first answer: the tail of a slow host's latency
+// traded for a bounded share of extra requests (Dean and Barroso, "The
+// Tail at Scale", CACM 2013). Set it as Transport.Hedge; the package doc
+// says what is hedged and how a copy wins.
+//
+// The zero Hedge is adaptive: it hedges a request once it has gone without
+// headers for longer than 95% of the host's recent requests did, so that
+// about 5% of requests are hedged. A Hedge keeps its estimates of each
+// host's latency, for at most 1,024 hosts, and is safe for concurrent use
+// by any number of Transports and goroutines; it must not be copied after
+// first use, and its fields must not change while it is in use.
+type Hedge struct {
+	// Delay, when above zero, is how long a copy goes without headers
+	// before the next is sent. Zero or less is adaptive: the (1 −
+	// ExtraLoad) quantile of the host's recent times to headers, and no
+	// hedge at all until the host has enough of them (200, for the
+	// default ExtraLoad).
+	Delay time.Duration
+	// ExtraLoad is the share of requests an adaptive delay hedges. Zero or
+	// less (or NaN) means 0.05, the 95th percentile; above 1, 1.
+	ExtraLoad float64
+	// Max is the most copies sent beyond the first, each Delay after the
+	// one before. Zero means 1; below zero, none: the Hedge only measures.
+	Max int
+
+	hosts hosts[latency]
+}
+
+// share is ExtraLoad, normalised.
+func (h *Hedge) share() float64 {
+	switch e := h.ExtraLoad; {
+	case !(e > 0):
+		return 0.05
+	case e > 1:
+		return 1
+	default:
+		return e
+	}
+}
+
+// adaptive reports whether the Hedge estimates its delay.
+func (h *Hedge) adaptive() bool { return h.Delay <= 0 && h.hedges() > 0 }
+
+// hedges is Max, normalised.
+func (h *Hedge) hedges() int {
+	if h.Max == 0 {
+		return 1
+	}
+	return max(h.Max, 0)
+}
+
+// A flight is one attempt that AttemptTimeout or Hedge bounds: its first
+// leg, sent from the caller's goroutine, and any hedges, each sent from
+// the goroutine of the timer that sent it. Its first leg is part of it, so
+// that an attempt with no hedge makes one object of its own.
+type flight struct {
+	rt    request
+	ctx   context.Context // the request's
+	delay time.Duration   // between copies; 0: no hedge
+	first leg
+
+	mu      sync.Mutex
+	timer   *time.Timer   // for hedges and their timeouts; nil when not hedged
+	next    time.Time     // when the next hedge is due; zero for none
+	more    []*leg        // the hedges sent
+	pending int           // legs sent whose outcome is not in
+	over    bool          // decided: a leg won, or every leg sent has failed
+	win     *leg          // the leg that won
+	last    *leg          // the leg that failed last, while none has won
+	done    chan struct{} // closed once over, made with the first hedge
+}
+
+// A leg is one request sent: its own context, a child of the request's,
+// and, once it has headers and is kept, the body that releases the
+// context when closed or read to its end.
+type leg struct {
+	f        *flight
+	req      http.Request
+	cancel   context.CancelFunc
+	start    time.Time
+	deadline time.Time   // start + AttemptTimeout; zero without one
+	timer    *time.Timer // AttemptTimeout's, when not hedged
+	finished bool        // its outcome is in
+	timedOut bool
+	counted  bool // its time went to the latency estimate
+	resp     *http.Response
+	err      error
+	body     io.ReadCloser // resp's own, which Read and Close wrap
+}
+
+// fly sends one attempt of req as a flight, with body as its body, and
+// returns its outcome: when hedged (delay above 0), the answer (answer
+// true) or the failure that came last, a response or a transport error;
+// when not, the one leg's response or error, for the caller to judge.
+func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadCloser, delay time.Duration) (resp *http.Response, err error, answer bool) {
+	f := &flight{rt: *rt, ctx: ctx, delay: delay}
+	c := &f.first
+	f.start(c, req, body, time.Now())
+	f.pending = 1
+	if delay > 0 {
+		f.mu.Lock() // the timer's tick may run before AfterFunc returns
+		f.next = c.start.Add(delay)
+		f.timer = time.AfterFunc(f.wake(c.start), f.tick)
+		f.mu.Unlock()
+	} else if timeout := rt.t.AttemptTimeout; timeout > 0 {
+		c.timer = time.AfterFunc(timeout, c.cancel)
+	}
+	resp, err = send(rt.base, &c.req)
+	f.finish(c, resp, err)
+	f.mu.Lock()
+	over, done := f.over, f.done
+	f.mu.Unlock()
+	if !over {
+		<-done // a hedge is in flight: done was made with it
+	}
+	if w := f.win; w != nil {
+		return w.resp, nil, true
+	}
+	return f.last.resp, f.last.err, false
+}
+
+// start readies c to be sent at now, with its own context and body.
+func (f *flight) start(c *leg, req *http.Request, body io.ReadCloser, now time.Time) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	c.f, c.req, c.cancel, c.start = f, *req.WithContext(ctx), cancel, now
+	c.req.Body = body
+	if timeout := f.rt.t.AttemptTimeout; timeout > 0 {
+		c.deadline = now.Add(timeout)
+	}
+}
+
+// finish takes in the outcome of leg c.
+func (f *flight) finish(c *leg, resp *http.Response, err error) {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending--
+	c.finished = true
+	if c.timer != nil && !c.timer.Stop() {
+		c.timedOut = true
+	}
+	if c.timedOut {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		resp, err = nil, ErrAttemptTimeout
+	}
+	f.count(c, resp != nil, now)
+	switch {
+	case f.over: // another leg won: this one lost
+		c.drop(resp)
+	case err == nil && f.delay > 0 && f.rt.answers(f.ctx, resp): // hedged: the first answer wins
+		if f.last != nil {
+			f.last.drop(f.last.resp)
+			f.last = nil
+		}
+		c.keep(resp, nil)
+		f.win = c
+		f.decide(now)
+	default:
+		if f.last != nil {
+			f.last.drop(f.last.resp)
+		}
+		c.keep(resp, err)
+		f.last = c
+		if f.pending == 0 { // every leg sent has failed: so has the attempt
+			f.decide(now)
+		}
+	}
+}
+
+// decide ends the flight: no more hedges, and every leg still in flight
+// cancelled, its time counted as cut off when it had waited longer than
+// the hedge delay.
+func (f *flight) decide(now time.Time) {
+	f.over = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	f.each(func(c *leg) {
+		if !c.finished {
+			f.count(c, false, now)
+			c.cancel()
+		}
+	})
+	if f.done != nil {
+		close(f.done)
+	}
+}
+
+// each calls do for every leg sent, the first first.
+func (f *flight) each(do func(*leg)) {
+	do(&f.first)
+	for _, l := range f.more {
+		do(l)
+	}
+}
+
+// count gives c's time to the host's latency estimate, once: a leg with
+// headers, or one cut off (timed out, or cancelled after the hedge delay)
+// as long. A failure without headers tells nothing of the host's latency.
+func (f *flight) count(c *leg, headers bool, now time.Time) {
+	lat := f.rt.lat
+	if lat == nil || c.counted {
+		return
+	}
+	took := now.Sub(c.start)
+	cut := c.timedOut || (!headers && f.delay > 0 && took >= f.delay && f.ctx.Err() == nil)
+	if headers || cut {
+		c.counted = true
+		lat.add(took, cut, now, f.rt.t.Hedge.share())
+	}
+}
+
+// tick runs on the flight's timer: it times out the copies past their
+// AttemptTimeout, sends the next hedge when one is due, and sets the timer
+// for what comes next.
+func (f *flight) tick() {
+	f.mu.Lock()
+	if f.over {
+		f.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	f.each(func(c *leg) {
+		if !c.finished && !c.timedOut && !c.deadline.IsZero() && !now.Before(c.deadline) {
+			c.timedOut = true
+			c.cancel()
+		}
+	})
+	var hedge *leg
+	if !f.next.IsZero() && !now.Before(f.next) {
+		f.next = time.Time{}
+		hedge = f.launch(now)
+		if hedge != nil && len(f.more) < f.rt.t.Hedge.hedges() {
+			f.next = now.Add(f.delay)
+		}
+	}
+	if d := f.wake(now); d >= 0 {
+		f.timer.Reset(d)
+	}
+	f.mu.Unlock()
+	if hedge != nil {
+		resp, err := send(f.rt.base, &hedge.req)
+		f.finish(hedge, resp, err)
+	}
+}
+
+// wake returns how long from now until the flight's timer is next due: the
+// next hedge, or the nearest AttemptTimeout of a leg in flight; -1 for
+// none.
+func (f *flight) wake(now time.Time) time.Duration {
+	next := f.next
+	f.each(func(c *leg) {
+		if !c.finished && !c.timedOut && !c.deadline.IsZero() && (next.IsZero() || c.deadline.Before(next)) {
+			next = c.deadline
+		}
+	})
+	if next.IsZero() {
+		return -1
+	}
+	return max(next.Sub(now), 0)
+}
+
+// launch readies a hedge to be sent at now, and returns it; or returns nil
+// when there is to be none: the request's context is done, the hedges are
+// all sent, GetBody fails, or the budget has no token for it.
+func (f *flight) launch(now time.Time) *leg {
+	rt := &f.rt
+	if f.ctx.Err() != nil || len(f.more) >= rt.t.Hedge.hedges() {
+		return nil
+	}
+	var body io.ReadCloser
+	if b := rt.req.Body; b != nil && b != http.NoBody {
+		var err error
+		if body, err = rt.req.GetBody(); err != nil || body == nil {
+			return nil
+		}
+	} else {
+		body = rt.req.Body
+	}
+	if !rt.budget.Allow() {
+		if body != nil {
+			body.Close()
+		}
+		return nil
+	}
+	c := new(leg)
+	f.start(c, rt.req, body, now)
+	f.more = append(f.more, c)
+	f.pending++
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	return c
+}
+
+// keep keeps c's outcome as the flight's: a response whose body releases
+// c's context once closed or read to its end, or an error, whose context
+// is released now.
+func (c *leg) keep(resp *http.Response, err error) {
+	c.resp, c.err = resp, err
+	if resp == nil {
+		c.cancel()
+		return
+	}
+	c.body, resp.Body = resp.Body, c
+}
+
+// drop lets c's outcome go: its body closed, its context released.
+func (c *leg) drop(resp *http.Response) {
+	if resp != nil {
+		resp.Body.Close()
+	}
+	c.cancel()
+}
+
+func (c *leg) Read(p []byte) (int, error) {
+	n, err := c.body.Read(p)
+	if err != nil {
+		c.cancel()
+	}
+	return n, err
+}
+
+func (c *leg) Close() error {
+	err := c.body.Close()
+	c.cancel()
+	return err
+}
+
+// hedgeDelay returns the delay before the first hedge of an attempt, or 0
+// for none: Hedge.Delay, or the host's estimate, 0 until it has enough
+// samples.
+func (rt *request) hedgeDelay() time.Duration {
+	h := rt.t.Hedge
+	switch {
+	case h == nil || h.hedges() == 0:
+		return 0
+	case h.Delay > 0:
+		return h.Delay
+	}
+	return rt.lat.estimate()
+}
