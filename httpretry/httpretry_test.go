@@ -735,6 +735,47 @@ func TestAllocs(t *testing.T) {
 	}
 }
 
+// TestAllocsSlow: a request that succeeds at once, with AttemptTimeout or
+// a Hedge set and no hedge sent, allocates 4 objects more than Base: the
+// flight (with the request as sent, and the body that releases its
+// context), the context and its cancel func, and the timer; a Hedge's
+// timer runs the flight's own tick, one more. (A Base that waits on the
+// context, as net/http's does, makes its Done channel too.)
+func TestAllocsSlow(t *testing.T) {
+	fresh := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	})
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+	run := func(rt http.RoundTripper) float64 {
+		return testing.AllocsPerRun(100, func() {
+			resp, _ := rt.RoundTrip(req)
+			resp.Body.Close()
+		})
+	}
+	bare := run(fresh)
+	adaptive := &httpretry.Transport{Base: fresh, Hedge: &httpretry.Hedge{}}
+	for range 300 { // enough samples for an estimate
+		resp, _ := adaptive.RoundTrip(req)
+		resp.Body.Close()
+	}
+	for _, tt := range []struct {
+		name string
+		tr   *httpretry.Transport
+		most float64
+	}{
+		{"AttemptTimeout", &httpretry.Transport{Base: fresh, AttemptTimeout: time.Hour}, 4},
+		{"Hedge{Delay: 1h}", &httpretry.Transport{Base: fresh, Hedge: &httpretry.Hedge{Delay: time.Hour}}, 5},
+		{"both", &httpretry.Transport{Base: fresh, AttemptTimeout: time.Hour, Hedge: &httpretry.Hedge{Delay: time.Hour}}, 5},
+		{"Hedge{}, its host estimated", adaptive, 5},
+	} {
+		if n := run(tt.tr); n > bare+tt.most {
+			t.Errorf("%s: %v allocations, Base alone %v; want at most %v more", tt.name, n, bare, tt.most)
+		} else {
+			t.Logf("%s: %v allocations more than Base's", tt.name, n-bare)
+		}
+	}
+}
+
 // TestLoggerGroupsAndAttrs: the method and URL reach a logger that has its
 // own attributes and groups, once a record is written, and only then.
 func TestLoggerGroupsAndAttrs(t *testing.T) {
