@@ -166,3 +166,68 @@ func ExampleNoBudget() {
 	// requests sent for each of 4 calls: [6 6 1 1]
 	// requests sent for each of 4 calls: [6 6 6 6]
 }
+
+// A server whose first request never sends its headers: AttemptTimeout
+// cancels that request after 100ms and retries, where without it the
+// request would wait for as long as its context lasts. (100ms rather than
+// a few, so that the retry's own answer is in time on a loaded machine.)
+func ExampleTransport_attemptTimeout() {
+	var calls atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-r.Context().Done() // hangs until the client gives this request up
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
+	defer server.Close()
+	var policy retry.Policy
+	policy.UnmarshalText([]byte("no wait, 3 retries"))
+	policy.OnRetry = func(e retry.Event) { fmt.Printf("attempt %d: %v; retrying\n", e.Attempt, e.Err) }
+	client := &http.Client{Transport: &httpretry.Transport{Policy: policy, AttemptTimeout: 100 * time.Millisecond}}
+
+	resp, err := client.Get(server.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
+	// Output:
+	// attempt 1: httpretry: attempt timed out awaiting response headers; retrying
+	// 200 OK hello
+}
+
+// A server whose first request is slow: the Hedge sends a second copy
+// after 5ms without headers, returns the first answer, and cancels the
+// copy still waiting. Hedge{} alone would choose the delay itself, from the
+// host's recent times (the 95th percentile), once it has seen 200.
+func ExampleHedge() {
+	var calls atomic.Int32
+	cancelled := make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			<-r.Context().Done() // slow: still working when the hedge's answer wins
+			close(cancelled)
+			return
+		}
+		fmt.Fprint(w, "hello from copy 2")
+	}))
+	defer server.Close()
+	client := &http.Client{Transport: &httpretry.Transport{Hedge: &httpretry.Hedge{Delay: 5 * time.Millisecond}}}
+
+	resp, err := client.Get(server.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	<-cancelled
+	fmt.Println(resp.Status, string(body))
+	fmt.Println("requests:", calls.Load(), "- the slow one cancelled")
+	// Output:
+	// 200 OK hello from copy 2
+	// requests: 2 - the slow one cancelled
+}
