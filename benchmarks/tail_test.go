@@ -69,8 +69,9 @@ type tailTarget struct {
 // tailArm is one client: new builds the RoundTripper every caller of a run
 // shares, on the target of the run.
 type tailArm struct {
-	name string
-	new  func(t tailTarget) http.RoundTripper
+	name  string
+	short string // in the picture; empty: the name
+	new   func(t tailTarget) http.RoundTripper
 	// hedged marks cristalhq/hedgedhttp: see hedgedInBubble.
 	hedged bool
 }
@@ -102,26 +103,26 @@ func failsafeRetry() retrypolicy.RetryPolicy[*http.Response] {
 // attempt whose every copy has its own 250ms timeout. An arm is one entry;
 // httpretry's attempt timeout and hedging, for instance:
 //
-//	{name: "unherd/backoff httpretry, AttemptTimeout 250ms, Hedge{Delay: d}", new: func(t tailTarget) http.RoundTripper {
+//	{name: "unherd/backoff httpretry, AttemptTimeout 250ms, Hedge{Delay: d}", short: "httpretry, Hedge{Delay: d}", new: func(t tailTarget) http.RoundTripper {
 //		return &httpretry.Transport{Base: t.Base, AttemptTimeout: 250 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: t.Delay, Max: t.Hedges}}
 //	}},
 var tailArms = []tailArm{
 	{name: armNone, new: func(t tailTarget) http.RoundTripper { return t.Base }},
-	{name: armOurs, new: func(t tailTarget) http.RoundTripper { return &httpretry.Transport{Base: t.Base} }},
-	{name: armOursNoBudget, new: func(t tailTarget) http.RoundTripper {
+	{name: armOurs, short: "httpretry, defaults", new: func(t tailTarget) http.RoundTripper { return &httpretry.Transport{Base: t.Base} }},
+	{name: armOursNoBudget, short: "httpretry, NoBudget", new: func(t tailTarget) http.RoundTripper {
 		return &httpretry.Transport{Base: t.Base, Policy: retry.Policy{Budget: httpretry.NoBudget}}
 	}},
-	{name: armOursHeader, new: func(t tailTarget) http.RoundTripper {
+	{name: armOursHeader, short: "httpretry, Base with a 250ms header timeout", new: func(t tailTarget) http.RoundTripper {
 		return &httpretry.Transport{Base: t.HeaderTimeout(250 * time.Millisecond)}
 	}},
-	{name: armOursHeaderNB, new: func(t tailTarget) http.RoundTripper {
+	{name: armOursHeaderNB, short: "httpretry, NoBudget, the same Base", new: func(t tailTarget) http.RoundTripper {
 		return &httpretry.Transport{Base: t.HeaderTimeout(250 * time.Millisecond), Policy: retry.Policy{Budget: httpretry.NoBudget}}
 	}},
 	// go-retryablehttp: its defaults (4 retries, waits 1s to 30s) would
 	// spend a 2s deadline on one wait; its per-attempt timeout is the
 	// HTTPClient's Timeout (each attempt is one HTTPClient.Do), which also
 	// bounds the body: read at once here, so it cuts nothing.
-	{name: armRetryable, new: func(t tailTarget) http.RoundTripper {
+	{name: armRetryable, short: "go-retryablehttp, 3 retries, Timeout 250ms", new: func(t tailTarget) http.RoundTripper {
 		c := retryablehttp.NewClient()
 		c.HTTPClient = &http.Client{Transport: t.Base, Timeout: 250 * time.Millisecond}
 		c.RetryMax = 3
@@ -129,24 +130,24 @@ var tailArms = []tailArm{
 		c.Logger = nil
 		return c.StandardClient().Transport
 	}},
-	{name: armFailsafe, new: func(t tailTarget) http.RoundTripper {
+	{name: armFailsafe, short: "failsafe-go, retry + timeout 250ms", new: func(t tailTarget) http.RoundTripper {
 		return failsafehttp.NewRoundTripper(t.Base, failsafeRetry(), timeout.New[*http.Response](250*time.Millisecond))
 	}},
 	// NewWithDelay(d) is NewBuilderWithDelay(d).Build(), one hedge; more
 	// where the scenario's user would allow more.
-	{name: armFailsafeDelay, new: func(t tailTarget) http.RoundTripper {
+	{name: armFailsafeDelay, short: "failsafe-go, + NewWithDelay(d)", new: func(t tailTarget) http.RoundTripper {
 		hedge := hedgepolicy.NewBuilderWithDelay[*http.Response](t.Delay).WithMaxHedges(t.Hedges).Build()
 		return failsafehttp.NewRoundTripper(t.Base, failsafeRetry(), hedge, timeout.New[*http.Response](250*time.Millisecond))
 	}},
 	// The quantile delay: the p95 of the last ~1,000 executions (its EMA's
 	// age), hedging once 100 have been seen.
-	{name: armFailsafeQuant, new: func(t tailTarget) http.RoundTripper {
+	{name: armFailsafeQuant, short: "failsafe-go, + NewWithDelayQuantile(0.95, …)", new: func(t tailTarget) http.RoundTripper {
 		hedge := hedgepolicy.NewBuilderWithDelayQuantile[*http.Response](0.95, 1000, 100).WithMaxHedges(t.Hedges).Build()
 		return failsafehttp.NewRoundTripper(t.Base, failsafeRetry(), hedge, timeout.New[*http.Response](250*time.Millisecond))
 	}},
 	// hedgedhttp hedges and does nothing else: no retry, no timeout; the
 	// first response of any status wins.
-	{name: armHedgedHTTP, hedged: true, new: func(t tailTarget) http.RoundTripper {
+	{name: armHedgedHTTP, short: "hedgedhttp, NewRoundTripper(d, upto)", hedged: true, new: func(t tailTarget) http.RoundTripper {
 		rt, err := hedgedhttp.NewRoundTripper(t.Delay, t.Hedges+1, t.Base)
 		if err != nil {
 			panic(err)
@@ -312,7 +313,7 @@ func runTail(t *testing.T, sc tailScenario, arm tailArm) tailResult {
 
 // tailRow is one arm's line of a table.
 type tailRow struct {
-	arm             string
+	arm, short      string
 	calls           int
 	success         float64
 	p50, p90, p99   time.Duration
@@ -323,7 +324,7 @@ type tailRow struct {
 // tailRowOf summarises the calls keep selects (nil: all). The quantiles
 // are nearest-rank over every call, succeeded or not: a call that failed
 // counts the time it took to fail.
-func tailRowOf(arm string, res tailResult, keep func(*tailCall) bool) tailRow {
+func tailRowOf(arm tailArm, res tailResult, keep func(*tailCall) bool) tailRow {
 	var lat []time.Duration
 	ok, requests := 0, 0
 	for _, c := range res.calls {
@@ -336,12 +337,19 @@ func tailRowOf(arm string, res tailResult, keep func(*tailCall) bool) tailRow {
 			ok++
 		}
 	}
+	short := arm.short
+	if short == "" {
+		short = arm.name
+	}
+	if len(lat) == 0 {
+		return tailRow{arm: arm.name, short: short}
+	}
 	slices.Sort(lat)
 	q := func(p float64) time.Duration {
 		i := int(math.Ceil(p*float64(len(lat)))) - 1
 		return lat[max(i, 0)]
 	}
-	return tailRow{arm: arm, calls: len(lat), success: float64(ok) / float64(len(lat)),
+	return tailRow{arm: arm.name, short: short, calls: len(lat), success: float64(ok) / float64(len(lat)),
 		p50: q(0.5), p90: q(0.9), p99: q(0.99), p999: q(0.999), max: lat[len(lat)-1],
 		requestsPerCall: float64(requests) / float64(len(lat))}
 }
@@ -422,14 +430,14 @@ func TestTail(t *testing.T) {
 		var table, after []tailRow
 		rows[sc.name] = map[string]tailRow{}
 		for i, arm := range tailArms {
-			r := tailRowOf(arm.name, results[i], nil)
+			r := tailRowOf(arm, results[i], nil)
 			if seen := results[i].requests; int64(r.requestsPerCall*float64(r.calls)+0.5) != seen {
 				t.Errorf("%s, %s: the calls counted %.0f requests, the server %d", sc.name, arm.name, r.requestsPerCall*float64(r.calls), seen)
 			}
 			table = append(table, r)
 			rows[sc.name][arm.name] = r
 			if sc.shift {
-				a := tailRowOf(arm.name, results[i], func(c *tailCall) bool { return c.second })
+				a := tailRowOf(arm, results[i], func(c *tailCall) bool { return c.second })
 				after = append(after, a)
 				if rows["C after"] == nil {
 					rows["C after"] = map[string]tailRow{}
@@ -495,7 +503,7 @@ const tailSVGPath = "../docs/tail.svg"
 // call beside it. The output depends only on its arguments.
 func tailSVG(caption string, panels []tailPanel) string {
 	const (
-		width, left, right = 1080, 400, 130
+		width, left, right = 1080, 320, 130
 		top, rowH, headH   = 70, 16, 22
 		axisH              = 26
 	)
@@ -541,7 +549,7 @@ func tailSVG(caption string, panels []tailPanel) string {
 		}
 		for i, r := range panel.rows {
 			y := plotTop + float64(i*rowH) + rowH/2
-			label := strings.TrimPrefix(r.arm, "unherd/backoff ")
+			label := r.short
 			weight := ""
 			if strings.HasPrefix(r.arm, "unherd/backoff ") {
 				weight = ` font-weight="bold"`
