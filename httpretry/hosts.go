@@ -49,7 +49,7 @@ type hosts[V any] struct {
 // same as a new one), then, if that leaves more than half the map, hosts
 // chosen at random (in map order), whose values start afresh should they
 // be reached again. A request in flight keeps the value it took.
-func (h *hosts[V]) of(key hostKey, spare func(*V) bool) *V {
+func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func() *V) *V {
 	h.mu.RLock()
 	v := h.m[key]
 	h.mu.RUnlock()
@@ -77,14 +77,18 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool) *V {
 	if h.m == nil {
 		h.m = make(map[hostKey]*V)
 	}
-	v = new(V)
+	v = fresh()
 	h.m[key] = v
 	return v
 }
 
-// full reports whether b holds what a new Budget holds, and so can be
-// forgotten at no cost.
-func full(b *retry.Budget) bool { return b.Tokens() >= 10 }
+// full reports whether b holds at least what a new Budget holds, its
+// Burst of 1, and so can be forgotten at no cost but the retries it saved
+// beyond that, which the host's next requests earn again.
+func full(b *retry.Budget) bool { return b.Tokens() >= 1 }
 
 // never is the spare of a table with no value to prefer forgetting.
 func never[V any](*V) bool { return false }
+
+// zero makes a new value, as new(V) does.
+func zero[V any]() *V { return new(V) }

@@ -82,14 +82,17 @@
 // under load that keeps coming, the retries of every request can keep a
 // failing host down after the cause is gone. So with a nil Policy.Budget,
 // the Transport keeps a [retry.Budget] with the defaults for each host,
-// made on first use: a failing host cannot spend another host's retries,
-// and one that fails every request gets 10 retries from this Transport,
-// then none until its requests succeed again, each success earning a tenth
-// of one. A retry the budget refuses returns the last response as is, as
-// the other limits do. A response not retried because it is not worth
-// retrying (2xx, 4xx but 408 and 429) earns; a Retry-After past
-// MaxRetryAfter or a GetBody that fails earns nothing. A set Policy.Budget
-// is shared by every host; [NoBudget] turns budgets off.
+// made on first use: a failing host cannot spend another host's retries.
+// Each request to the host that does not fail earns a tenth of a retry,
+// and the budget holds what the last few seconds of them earned (at least
+// one): a busy client has the room to retry a burst of failures at once,
+// and a host that fails every request gets the retries this Transport had
+// saved for it, then none until its requests succeed again. A retry the
+// budget refuses returns the last response as is, as the other limits do.
+// A response not retried because it is not worth retrying (2xx, 4xx but
+// 408 and 429) earns; a Retry-After past MaxRetryAfter or a GetBody that
+// fails earns nothing. A set Policy.Budget is shared by every host;
+// [NoBudget] turns budgets off. Hedges (below) take from the same budget.
 //
 // Hosts are keyed as net/http keys its connections: the scheme, and
 // [net/url.URL.Hostname] and [net/url.URL.Port] with the default port
@@ -101,6 +104,32 @@
 // hosts' budgets: past that it forgets the full ones, which are the same
 // as new ones, and if those are not enough, others at random, which start
 // afresh should their host come back.
+//
+// # A slow dependency
+//
+// A failing dependency answers fast; a slow one holds the caller. Two
+// fields bound it, both off by default. AttemptTimeout bounds each request
+// sent until its response headers arrive: past it, that request is
+// cancelled and the attempt fails with [ErrAttemptTimeout], which
+// DefaultRetryable retries; the body of a response that came in time is
+// never cut by it (unlike [http.Client].Timeout's), and its context lives
+// until the body is closed or read to its end. A [Hedge] sends another
+// copy of a replayable request that has had no headers for the hedge
+// delay, fixed or the host's own 95th percentile: the first copy whose
+// response Retryable does not retry wins, and the others are cancelled,
+// their bodies closed. A copy that fails, retryably and naming no wait of
+// its own, has the next copy sent at once rather than after the delay
+// (gRFC A6's hedging does the same), and one that fails while another is
+// in flight does not end the attempt; when every copy has failed, the
+// attempt has, with the outcome of the copy that failed last, and
+// retry.Do's rules decide the retry. Each copy after the first takes a
+// token from the host's budget, as a retry does: with none left, no
+// hedge, so that retries and hedges together never pass the budget's
+// bound, and in a storm, where the tokens are gone, hedging stops by
+// itself. Error.Attempts and Event.Attempt count attempts, not copies.
+// The first copy goes in the caller's goroutine, and each hedge in the
+// goroutine of the timer that sends it, which ends once Base returns the
+// cancelled request.
 //
 // # Connections and bodies
 //
@@ -257,10 +286,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Budget == nil || t.Hedge != nil && t.Hedge.adaptive() {
 		key := keyOf(req.URL)
 		if p.Budget == nil {
-			p.Budget = t.budgets.of(key, full)
+			p.Budget = t.budgets.of(key, full, t.newBudget)
 		}
 		if t.Hedge != nil && t.Hedge.adaptive() {
-			rt.lat = t.Hedge.hosts.of(key, never)
+			rt.lat = t.Hedge.hosts.of(key, never, zero)
 		}
 	}
 	rt.budget = p.Budget
@@ -298,6 +327,9 @@ func (t *Transport) CloseIdleConnections() {
 		c.CloseIdleConnections()
 	}
 }
+
+// newBudget makes a host's Budget: the defaults.
+func (t *Transport) newBudget() *retry.Budget { return &retry.Budget{} }
 
 func (t *Transport) base() http.RoundTripper {
 	if t.Base == nil {
@@ -451,7 +483,7 @@ func (rt *roundTrip) rewind() error {
 
 // retryAfter reads a 429's or 503's Retry-After: the wait it asks for, and
 // whether there is one.
-func (rt *roundTrip) retryAfter(resp *http.Response) (time.Duration, bool) {
+func (rt *request) retryAfter(resp *http.Response) (time.Duration, bool) {
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 		return 0, false
 	}

@@ -85,6 +85,7 @@ type flight struct {
 	timer   *time.Timer   // for hedges and their timeouts; nil when not hedged
 	next    time.Time     // when the next hedge is due; zero for none
 	more    []*leg        // the hedges sent
+	now     bool          // the next hedge is due at once: a copy failed
 	pending int           // legs sent whose outcome is not in
 	over    bool          // decided: a leg won, or every leg sent has failed
 	win     *leg          // the leg that won
@@ -185,10 +186,34 @@ func (f *flight) finish(c *leg, resp *http.Response, err error) {
 		}
 		c.keep(resp, err)
 		f.last = c
-		if f.pending == 0 { // every leg sent has failed: so has the attempt
+		switch {
+		case f.shortcut(resp, err):
+			// gRFC A6's hedging: a failure that another copy may not meet
+			// sends the next hedge now, rather than after the delay.
+			f.now = true
+			f.timer.Reset(0)
+			if f.done == nil {
+				f.done = make(chan struct{})
+			}
+		case f.pending == 0: // every leg sent has failed: so has the attempt
 			f.decide(now)
 		}
 	}
+}
+
+// shortcut reports whether a copy's retryable failure sends the next
+// hedge at once: when the flight is hedged, a hedge is left, the request's
+// context is live, and the failure did not name its own wait (a
+// Retry-After, which the retry obeys instead).
+func (f *flight) shortcut(resp *http.Response, err error) bool {
+	if f.delay <= 0 || len(f.more) >= f.rt.t.Hedge.hedges() || f.ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		return f.rt.retryable(nil, err)
+	}
+	_, named := f.rt.retryAfter(resp)
+	return !named
 }
 
 // decide ends the flight: no more hedges, and every leg still in flight
@@ -251,15 +276,20 @@ func (f *flight) tick() {
 		}
 	})
 	var hedge *leg
-	if !f.next.IsZero() && !now.Before(f.next) {
-		f.next = time.Time{}
-		hedge = f.launch(now)
+	if f.now || (!f.next.IsZero() && !now.Before(f.next)) {
+		f.now, f.next = false, time.Time{}
+		if len(f.more) < f.rt.t.Hedge.hedges() {
+			hedge = f.launch(now)
+		}
 		if hedge != nil && len(f.more) < f.rt.t.Hedge.hedges() {
-			f.next = now.Add(f.delay)
+			f.next = now.Add(f.delay) // the next, a delay after the newest
 		}
 	}
 	if d := f.wake(now); d >= 0 {
 		f.timer.Reset(d)
+	}
+	if hedge == nil && f.pending == 0 { // a shortcut with no hedge to send: every copy has failed
+		f.decide(now)
 	}
 	f.mu.Unlock()
 	if hedge != nil {
@@ -284,12 +314,13 @@ func (f *flight) wake(now time.Time) time.Duration {
 	return max(next.Sub(now), 0)
 }
 
-// launch readies a hedge to be sent at now, and returns it; or returns nil
-// when there is to be none: the request's context is done, the hedges are
-// all sent, GetBody fails, or the budget has no token for it.
+// launch readies a copy to be sent at now, in place of one that failed
+// or for slowness, and returns it; or returns nil when there is to be
+// none: the request's context is done, GetBody fails, or the budget has
+// no token for it.
 func (f *flight) launch(now time.Time) *leg {
 	rt := &f.rt
-	if f.ctx.Err() != nil || len(f.more) >= rt.t.Hedge.hedges() {
+	if f.ctx.Err() != nil {
 		return nil
 	}
 	var body io.ReadCloser

@@ -180,6 +180,7 @@ func TestAttemptTimeoutBoundsTheDial(t *testing.T) {
 		}}
 		defer base.CloseIdleConnections()
 		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 2), AttemptTimeout: 100 * time.Millisecond}
+		tr.Policy.Budget = httpretry.NoBudget()
 		start := time.Now()
 		_, err := get(t, context.Background(), tr)
 		if !errors.Is(err, httpretry.ErrAttemptTimeout) || dials.Load() != 3 || time.Since(start) != 2300*time.Millisecond {
@@ -301,21 +302,24 @@ func TestHedgeEveryCopyFails(t *testing.T) {
 		})
 		var attempts []int
 		p := constant(time.Second, 1)
+		p.Budget = httpretry.NoBudget() // the budget is TestHedgeSpendsTheBudget's
 		p.OnRetry = func(e retry.Event) { attempts = append(attempts, e.Attempt) }
 		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
 		start := time.Now()
 		resp, err := get(t, context.Background(), tr)
-		if err != nil || resp.StatusCode != 500 || time.Since(start) != 120*time.Millisecond+time.Second+time.Millisecond {
-			t.Fatalf("%v, %v after %v; want the retry's 500 after the last copy's 502 (120ms), 1s and 1ms", resp, err, time.Since(start))
+		// The retry's 500 at once sends its hedge (gRFC A6's shortcut),
+		// whose 500 ends the second attempt a millisecond later.
+		if err != nil || resp.StatusCode != 500 || time.Since(start) != 120*time.Millisecond+time.Second+2*time.Millisecond {
+			t.Fatalf("%v, %v after %v; want the retry's 500 after the last copy's 502 (120ms), 1s and 2ms", resp, err, time.Since(start))
 		}
 		readAll(t, resp)
-		if fmt.Sprint(attempts) != "[1]" || base.requests() != 3 {
-			t.Fatalf("OnRetry saw attempts %v after %d requests; want [1] (attempts, not copies) after 3", attempts, base.requests())
+		if fmt.Sprint(attempts) != "[1]" || base.requests() != 4 {
+			t.Fatalf("OnRetry saw attempts %v after %d requests; want [1] (attempts, not copies) after 4", attempts, base.requests())
 		}
 
 		// Giving up on a transport error counts attempts too.
 		base = newSlow(func(int) answer { return answer{hang: true} })
-		tr = &httpretry.Transport{Base: base, Policy: constant(time.Second, 1), AttemptTimeout: 80 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		tr = &httpretry.Transport{Base: base, Policy: p, AttemptTimeout: 80 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
 		_, err = get(t, context.Background(), tr)
 		var e *retry.Error
 		if !errors.As(err, &e) || e.Attempts != 2 || !errors.Is(err, httpretry.ErrAttemptTimeout) || base.requests() != 4 {
@@ -339,6 +343,7 @@ func TestHedgeTimeoutPerCopy(t *testing.T) {
 		tr := &httpretry.Transport{Base: base2, Policy: constant(time.Second, -1), AttemptTimeout: 100 * time.Millisecond,
 			Hedge: &httpretry.Hedge{Delay: 30 * time.Millisecond, Max: 2}}
 		tr.Policy.Schedule.MaxRetries = 0
+		tr.Policy.Budget = httpretry.NoBudget()
 		tr.Policy.Schedule.MaxElapsed = time.Nanosecond // no retry: a wait would pass it
 		_, err := get(t, context.Background(), tr)
 		if !errors.Is(err, httpretry.ErrAttemptTimeout) || fmt.Sprint(base.at) != "[0s 30ms 60ms]" {
@@ -355,7 +360,7 @@ func TestHedgeTimeoutPerCopy(t *testing.T) {
 func TestHedgeMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSlow(func(n int) answer { return answer{wait: time.Second} })
-		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 3}}
+		tr := &httpretry.Transport{Base: base, Policy: retry.Policy{Budget: httpretry.NoBudget()}, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 3}}
 		resp, err := get(t, context.Background(), tr)
 		if err != nil {
 			t.Fatal(err)
@@ -419,7 +424,7 @@ func TestHedgeNeverForWhatCannotBeSentAgain(t *testing.T) {
 func TestHedgeDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSlow(func(n int) answer { return answer{hang: true} })
-		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 5}}
+		tr := &httpretry.Transport{Base: base, Policy: retry.Policy{Budget: httpretry.NoBudget()}, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 5}}
 		ctx, cancel := context.WithTimeout(context.Background(), 35*time.Millisecond)
 		defer cancel()
 		start := time.Now()

@@ -9,19 +9,19 @@ import (
 	"time"
 )
 
-// Budget bounds the retries of many calls together: a token bucket shared
-// by every Do and DoValue whose Policy points to it, so that a dependency
-// that fails every call is not sent every call's retries as well.
+// Budget bounds the retries of many calls together, and httpretry's
+// hedges with them: a token bucket shared by every Do and DoValue whose
+// Policy points to it, so that a dependency that fails every call is not
+// sent every call's retries as well.
 //
 // Backoff spreads one call's retries in time; it does not make them fewer.
 // Under open load, when new calls keep coming while a dependency is
 // overloaded, each brings its retries, and the retries alone can keep the
 // dependency down after the cause is gone: a retry storm, the metastable
 // failure of Huang et al. (OSDI '22). A Budget earns retries from calls that
-// did not fail, as gRPC's retry throttling (gRFC A6) does, so that a healthy
-// dependency's rare faults are all retried, and a failing one's are not.
+// did not fail, as gRPC's retry throttling (gRFC A6) does, so that a
+// dependency's rare faults are retried, and a failing one's are not.
 //
-//   - It starts holding Burst retries and never holds more.
 //   - Earned: a call that ends without a retryable failure (it succeeded,
 //     or gave up on an error not worth retrying: [Permanent], or Retryable
 //     said no) adds Ratio as it returns. A call that gives up on a retryable
@@ -29,49 +29,70 @@ import (
 //     adds nothing, and so does a call whose context was done before fn
 //     ran. PerSecond, when positive, adds retries by the wall clock, pro
 //     rata.
+//   - Held: it starts holding Burst, and holds at most Burst or Ratio × its
+//     recent earning calls, whichever is more, where a call that earned t
+//     ago counts e^(−t/10s) of itself: the room for retries grows with the
+//     traffic that earns them, as Finagle's retry budget lets its deposits
+//     expire, so that a busy client can retry a burst of failures at once
+//     and a quiet one holds little.
 //   - Spent: a retry takes one just before its wait, once every other rule
-//     of Do has said yes. With less than one whole retry held, Do gives up
-//     at once, the last error kept and [ErrBudget] as the Error's Cause;
-//     waiting for one would hold callers in the very overload the Budget is
-//     for. No retry is taken for a retry not made, and none is given back
-//     when a wait is cut short.
+//     of Do has said yes ([Budget.Allow]). With less than one whole retry
+//     held, Do gives up at once, the last error kept and [ErrBudget] as the
+//     Error's Cause; waiting for one would hold callers in the very overload
+//     the Budget is for. No retry is taken for a retry not made, and none is
+//     given back when a wait is cut short. httpretry's hedges take theirs
+//     the same way.
 //
 // It counts in thousandths of a retry, exactly: Ratio, Burst and PerSecond
 // are read to three places, so ten calls at 0.1 earn one whole retry, never
-// 0.9999999999999999 of one. Over any interval of length T, the retries it
-// allows are at most Burst + PerSecond×T + Ratio×(the calls that earned in
-// that interval). With the defaults, a dependency that fails every call
-// sees a client's 10 saved retries once, then none until calls succeed
-// again; one that fails 5% of calls at random sees every retry made.
+// 0.9999999999999999 of one. Over any interval from a to a+T, the retries
+// and hedges it allows are at most what it held at a, which is at most
+// max(Burst, Ratio × the recent earning calls at a), plus Ratio × the
+// calls that earned in the interval, plus PerSecond × T. So a dependency
+// that fails every call sees, from each client, the retries that client's
+// last few seconds of successes saved (and at least Burst), once, and then
+// none until calls succeed again; one that fails a few percent of calls at
+// random sees every retry made (benchmarks/README.md measures how many).
 //
-// The zero Budget is the defaults: Ratio 0.1, Burst 10, no PerSecond,
-// chosen by measurement (benchmarks/README.md, "The storm"): with the
-// refill by time of Finagle's RetryBudget, 10 a second for each client, a
-// fleet's retries add up and kept an overloaded dependency down. A fleet of
-// N clients may still send N×Burst retries at once: lower Burst for a very
-// large one. A Budget is safe for concurrent use by any number of
-// goroutines, and must not be copied after first use. A call that succeeds
-// at once adds one atomic load to Do when the Budget is full, and no lock;
-// the clock is read only with PerSecond set, by a retry asking for one and
-// by Tokens. A Loop does not spend from a Budget.
+// The zero Budget is the defaults: Ratio 0.1, Burst 1, no PerSecond, chosen
+// by measurement (benchmarks/README.md, "The storm" and "A slow
+// dependency"): with the refill by time of Finagle's RetryBudget, 10 a
+// second for each client, a fleet's retries add up and kept an overloaded
+// dependency down; a constant Burst of 10 for each client let a fleet of
+// 100 quiet clients send 1,000 saved retries into a recovering one; and a
+// constant Burst starved the hedges and retries that a fan-out meeting a
+// slow replica needs at once. A Budget is safe for concurrent use by any
+// number of goroutines, and must not be copied after first use. A call
+// that succeeds adds one atomic add to Do and no lock; a retry, a hedge
+// and Tokens read the clock and take a lock. A Loop does not spend from a
+// Budget.
 type Budget struct {
 	// Ratio is how much of a retry each call that did not fail earns. Zero
 	// means 0.1; below zero (or NaN), none.
 	Ratio float64
-	// Burst is the most retries held at once, and what a new Budget holds.
-	// Zero means 10; below zero (or NaN), none, so no retry is ever made;
-	// +Inf, or 2^52 thousandths (about 4.5e12) and more, no bound: a Budget
-	// that never refuses (httpretry.NoBudget() is one).
+	// Burst is what a new Budget holds, and the least room it keeps for
+	// retries however quiet its calls: it holds at most Burst, or Ratio ×
+	// its recent earning calls, whichever is more. Zero means 1; below zero (or NaN), none, so that
+	// only recent calls make room; +Inf, or 2^52 thousandths (about 4.5e12)
+	// and more, no bound: a Budget that never refuses (httpretry.NoBudget
+	// returns one).
 	Burst float64
 	// PerSecond is how many retries the wall clock earns each second, pro
 	// rata. Zero, the default, or below (or NaN): none.
 	PerSecond float64
 
-	spent atomic.Int64 // thousandths of a retry below Burst: the zero Budget is full
-	mu    sync.Mutex   // for the refill by time: last and part
-	last  time.Time    // when the clock last earned, once PerSecond has been read
-	part  uint64       // what the clock earned since, short of a thousandth, in 10⁻¹² retry
+	earned atomic.Uint64 // calls that earned, ever: the happy path's one atomic operation
+	mu     sync.Mutex    // for the rest, which a retry reads and writes
+	held   int64         // thousandths of a retry held, as of last
+	seen   uint64        // earned, as of last
+	recent float64       // the calls that earned, each fading by e every window since
+	last   time.Time     // the last update; zero before the first
+	part   uint64        // what the clock earned since, short of a thousandth, in 10⁻¹² retry
 }
+
+// window is the time over which a Budget's recent earning calls make room
+// for retries: a call counts e^(−age/window) of itself.
+const window = 10 * time.Second
 
 // ErrBudget is the Cause of the Error Do returns when a Budget has no whole
 // retry left for the next attempt. Its message is "retry: budget
@@ -99,29 +120,32 @@ func milli(x float64, def int64) int64 {
 }
 
 // Tokens returns the retries the Budget would allow now, for a gauge: a
-// number in [0, Burst], with three decimal places; +Inf for a Budget that
-// never refuses.
+// number in [0, its bound], with three decimal places; +Inf for a Budget
+// that never refuses.
 func (b *Budget) Tokens() float64 {
-	burst := milli(b.Burst, 10*milliUnit)
+	burst := milli(b.Burst, defaultBurst)
 	if burst >= milliMax {
 		return math.Inf(1)
 	}
-	b.refill(burst)
-	return float64(max(burst-b.spent.Load(), 0)) / milliUnit // below 0 only if Burst was lowered in use
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.update(burst, time.Now())
+	return float64(b.held) / milliUnit
 }
 
-// earn adds Ratio, when the Budget is not full. It is Do's one cost on the
-// happy path: an atomic load, when the Budget is full.
+// defaultBurst is a zero Burst, in thousandths.
+const defaultBurst = 1 * milliUnit
+
+// earn counts a call that did not fail: Do's one cost on the happy path,
+// an atomic add. The first call to earn reads the clock, once, so that the
+// calls before the first retry are known to have come since then.
 func (b *Budget) earn() {
-	ratio := milli(b.Ratio, milliUnit/10)
-	for {
-		spent := b.spent.Load()
-		if spent <= 0 || ratio == 0 {
-			return
+	if b.Ratio >= 0 && b.earned.Add(1) == 1 { // zero Ratio is the default; below zero, or NaN, earns nothing
+		b.mu.Lock()
+		if b.last.IsZero() {
+			b.update(milli(b.Burst, defaultBurst), time.Now())
 		}
-		if b.spent.CompareAndSwap(spent, max(spent-ratio, 0)) {
-			return
-		}
+		b.mu.Unlock()
 	}
 }
 
@@ -130,54 +154,71 @@ func (b *Budget) earn() {
 // hedge, so that retries and hedges share one bound. With less than one
 // whole retry held, it takes nothing and reports false.
 func (b *Budget) Allow() bool {
-	burst := milli(b.Burst, 10*milliUnit)
+	burst := milli(b.Burst, defaultBurst)
 	if burst >= milliMax {
 		return true
 	}
-	b.refill(burst)
-	for {
-		spent := b.spent.Load()
-		if burst-spent < milliUnit {
-			return false
-		}
-		if b.spent.CompareAndSwap(spent, spent+milliUnit) {
-			return true
-		}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.update(burst, time.Now())
+	if b.held < milliUnit {
+		return false
 	}
+	b.held -= milliUnit
+	return true
 }
 
-// refill adds what the clock earned since it last did, with PerSecond set.
+// update adds what the Budget earned since it last did, by calls and by
+// the clock, and holds it to its bound: burst, or Ratio × the recent
+// earning calls, whichever is more.
+func (b *Budget) update(burst int64, now time.Time) (bound int64) {
+	if b.last.IsZero() { // the first: a new Budget holds Burst, and has earned nothing by the clock
+		b.held, b.last = burst, now
+	}
+	ratio := milli(b.Ratio, milliUnit/10)
+	n := b.earned.Load()
+	calls := n - b.seen
+	b.seen = n
+	if hi, lo := bits.Mul64(calls, uint64(ratio)); hi != 0 || lo >= milliMax {
+		b.held = milliMax
+	} else {
+		b.held = int64(min(uint64(b.held)+lo, milliMax))
+	}
+	dt := now.Sub(b.last)
+	b.last = now
+	b.refill(uint64(max(dt, 0)))
+	// The calls since the last update arrived, as far as is known, evenly
+	// over dt: they weigh what that spread weighs now.
+	switch fade := float64(dt) / float64(window); {
+	case fade <= 0:
+		b.recent += float64(calls)
+	default:
+		decay := math.Exp(-fade)
+		b.recent = b.recent*decay + float64(calls)*(1-decay)/fade
+	}
+	bound = max(burst, int64(min(b.recent*float64(ratio), milliMax)))
+	b.held = min(b.held, bound)
+	return bound
+}
+
+// refill adds what the clock earned over elapsed ns, with PerSecond set.
 // The part of a thousandth it earned is kept for the next refill, so that
 // frequent refills lose nothing to rounding.
-func (b *Budget) refill(burst int64) {
+func (b *Budget) refill(elapsed uint64) {
 	rate := milli(b.PerSecond, 0) // thousandths a second
 	if rate == 0 {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	if b.last.IsZero() { // the first read: a new Budget is full, and has earned nothing yet
-		b.last = now
-		return
-	}
-	elapsed := uint64(max(now.Sub(b.last), 0))
-	b.last = now
 	// rate × elapsed ns, in 10⁻¹² retry, plus the part kept: 128 bits, so
-	// that a long idle time cannot wrap; past a full Budget it fills it.
+	// that a long idle time cannot wrap; past milliMax it is milliMax.
 	hi, lo := bits.Mul64(uint64(rate), elapsed)
 	lo, carry := bits.Add64(lo, b.part, 0)
 	hi += carry
-	earned := uint64(burst)
+	earned := uint64(milliMax)
 	if hi < uint64(time.Second) {
 		var part uint64
 		earned, part = bits.Div64(hi, lo, uint64(time.Second))
 		b.part = part
 	}
-	for {
-		spent := b.spent.Load()
-		if spent <= 0 || b.spent.CompareAndSwap(spent, spent-int64(min(earned, uint64(spent)))) {
-			return
-		}
-	}
+	b.held = int64(min(uint64(b.held)+earned, milliMax))
 }

@@ -40,24 +40,26 @@ func drain(t *testing.T, b *retry.Budget) {
 	}
 }
 
-// TestBudgetDefaults: the zero Budget holds 10 retries, refuses the 11th
-// with ErrBudget and the last error kept, and earns 0.1 a call that
-// succeeds: ten buy one whole retry, exactly.
+// TestBudgetDefaults: the zero Budget holds 1 retry, refuses the 2nd with
+// ErrBudget and the last error kept, and earns 0.1 a call that succeeds:
+// ten buy one whole retry, exactly. The room grows with the calls that
+// earned (at most Ratio × them, each fading by e every 10 seconds), and
+// shrinks back to Burst when they stop.
 func TestBudgetDefaults(t *testing.T) {
 	synctest.Test(t, testBudgetDefaults)
 }
 
 func testBudgetDefaults(t *testing.T) {
 	var b retry.Budget
-	if got := b.Tokens(); got != 10 {
-		t.Fatalf("a new Budget holds %v, want 10", got)
+	if got := b.Tokens(); got != 1 {
+		t.Fatalf("a new Budget holds %v, want 1", got)
 	}
 	retries, err := bad(&b, 1000)
 	var e *retry.Error
-	if retries != 10 || !errors.As(err, &e) || e.Cause != retry.ErrBudget || e.Err != errFault || e.Attempts != 11 || b.Tokens() != 0 {
-		t.Fatalf("a failing call on a new Budget: %d retries, %v, %v left; want 10, then ErrBudget with the last error kept", retries, err, b.Tokens())
+	if retries != 1 || !errors.As(err, &e) || e.Cause != retry.ErrBudget || e.Err != errFault || e.Attempts != 2 || b.Tokens() != 0 {
+		t.Fatalf("a failing call on a new Budget: %d retries, %v, %v left; want 1, then ErrBudget with the last error kept", retries, err, b.Tokens())
 	}
-	if err.Error() != "retry: giving up after 11 attempts in 0s (retry: budget exhausted): connection refused" {
+	if err.Error() != "retry: giving up after 2 attempts in 0s (retry: budget exhausted): connection refused" {
 		t.Errorf("message %q", err)
 	}
 	for i := 1; i <= 10; i++ {
@@ -69,15 +71,33 @@ func testBudgetDefaults(t *testing.T) {
 	if retries, _ := bad(&b, 1000); retries != 1 {
 		t.Fatalf("ten successes at 0.1 bought %d retries, want exactly 1", retries)
 	}
+	// 200 more in the same instant: 210 calls have earned, room for 21;
+	// it holds the 20 they earned.
 	for range 200 {
 		good(&b)
 	}
-	if b.Tokens() != 10 {
-		t.Fatalf("after 200 successes: %v, want Burst, 10, and no more", b.Tokens())
+	if got := b.Tokens(); got != 20 {
+		t.Fatalf("after 200 successes more: %v, want 20", got)
 	}
-	// Earning past full keeps nothing over: 10 retries, then none.
-	if retries, _ := bad(&b, 1000); retries != 10 || b.Tokens() != 0 {
-		t.Fatalf("a Budget filled past Burst: %d retries, %v left; want 10, 0", retries, b.Tokens())
+	// 200 more: room for 41, and it holds the 40 earned.
+	for range 200 {
+		good(&b)
+	}
+	if got := b.Tokens(); got != 40 {
+		t.Fatalf("after 400 successes: %v, want 40", got)
+	}
+	// Ten seconds without a call: the 410 weigh 410/e, room for 15.083.
+	time.Sleep(10 * time.Second)
+	if got, want := b.Tokens(), math.Floor(41000/math.E)/1000; got != want {
+		t.Fatalf("10s after the last success: %v, want %v", got, want)
+	}
+	// A minute: room for Burst again, and no more.
+	time.Sleep(time.Minute)
+	if got := b.Tokens(); got != 1 {
+		t.Fatalf("70s after the last success: %v, want Burst, 1", got)
+	}
+	if retries, _ := bad(&b, 1000); retries != 1 || b.Tokens() != 0 {
+		t.Fatalf("a Budget back at Burst: %d retries, %v left; want 1, 0", retries, b.Tokens())
 	}
 	// The last thousandth is earned too.
 	thin := &retry.Budget{Ratio: 0.001, Burst: 1}
@@ -97,46 +117,49 @@ func testBudgetDefaults(t *testing.T) {
 // TestBudgetFields: each field read to three places; zero the default;
 // negative or NaN none; +Inf Burst never refuses.
 func TestBudgetFields(t *testing.T) {
+	const most = float64(1<<52) / 1000 // milliMax: the most a Budget counts
 	for _, tt := range []struct {
 		b       *retry.Budget
 		tokens  float64
-		retries int // of a failing call allowed 100
-		earned  float64
+		retries int     // of a failing call allowed 100
+		earned  float64 // by one success, after
 	}{
-		{&retry.Budget{}, 10, 10, 0.1},
+		{&retry.Budget{}, 1, 1, 0.1},
 		{&retry.Budget{Burst: 3, Ratio: 0.25}, 3, 3, 0.25},
 		{&retry.Budget{Burst: 2.5}, 2.5, 2, 0.1},
 		{&retry.Budget{Burst: 1.0004}, 1, 1, 0.1},
 		{&retry.Budget{Burst: 0.9999}, 1, 1, 0.1},
 		{&retry.Budget{Burst: 0.999}, 0.999, 0, 0}, // full: nothing to earn
-		{&retry.Budget{Burst: -1}, 0, 0, 0},
-		{&retry.Budget{Burst: math.NaN()}, 0, 0, 0},
-		{&retry.Budget{Ratio: -1}, 10, 10, 0},
-		{&retry.Budget{Ratio: math.NaN()}, 10, 10, 0},
-		{&retry.Budget{Ratio: 0.0004}, 10, 10, 0},
-		{&retry.Budget{Ratio: 0.0005}, 10, 10, 0.001},
-		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, 4},
-		{&retry.Budget{PerSecond: -5}, 10, 10, 0.1},
+		{&retry.Budget{Burst: -1}, 0, 0, 0.1},      // no floor: the one call's room
+		{&retry.Budget{Burst: math.NaN()}, 0, 0, 0.1},
+		{&retry.Budget{Ratio: -1}, 1, 1, 0},
+		{&retry.Budget{Ratio: math.NaN()}, 1, 1, 0},
+		{&retry.Budget{Ratio: 0.0004}, 1, 1, 0},
+		{&retry.Budget{Ratio: 0.0005}, 1, 1, 0.001},
+		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, most},
+		{&retry.Budget{PerSecond: -5}, 1, 1, 0.1},
 		{&retry.Budget{Burst: math.Inf(1)}, math.Inf(1), 100, 0},
 		{&retry.Budget{Burst: 1e300}, math.Inf(1), 100, 0},
-		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0.1}, // about the largest Burst counted, 2^52 thousandths
+		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0}, // about the largest Burst counted, 2^52 thousandths: full
 		{&retry.Budget{Burst: 4.51e12}, math.Inf(1), 100, 0},
-		{&retry.Budget{Burst: -0.5}, 0, 0, 0},
-		{&retry.Budget{Ratio: -0.5}, 10, 10, 0},
+		{&retry.Budget{Burst: -0.5}, 0, 0, 0.1},
+		{&retry.Budget{Ratio: -0.5}, 1, 1, 0},
 	} {
-		b, name := tt.b, fields(tt.b)
-		if got := b.Tokens(); got != tt.tokens {
-			t.Errorf("%s: Tokens() = %v, want %v", name, got, tt.tokens)
-		}
-		retries, _ := bad(b, 100)
-		if retries != tt.retries {
-			t.Errorf("%s: %d retries of 100, want %d", name, retries, tt.retries)
-		}
-		before := b.Tokens()
-		good(b)
-		if got := b.Tokens() - before; !(math.Abs(got-tt.earned) < 1e-9*max(before, 1) || math.IsInf(before, 1)) {
-			t.Errorf("%s: a success earned %v, want %v", name, got, tt.earned)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			b, name := tt.b, fields(tt.b)
+			if got := b.Tokens(); got != tt.tokens {
+				t.Errorf("%s: Tokens() = %v, want %v", name, got, tt.tokens)
+			}
+			retries, _ := bad(b, 100)
+			if retries != tt.retries {
+				t.Errorf("%s: %d retries of 100, want %d", name, retries, tt.retries)
+			}
+			before := b.Tokens()
+			good(b)
+			if got := b.Tokens() - before; !(math.Abs(got-tt.earned) < 1e-9*max(before, 1) || math.IsInf(before, 1)) {
+				t.Errorf("%s: a success earned %v, want %v", name, got, tt.earned)
+			}
+		})
 	}
 }
 
@@ -259,10 +282,12 @@ func TestBudgetSpentLast(t *testing.T) {
 	})
 }
 
-// TestBudgetBound: over any interval of length T, the retries a Budget
-// allows are at most Burst + PerSecond×T + Ratio×(the calls that earned in
-// it), exactly, in thousandths, for random runs of calls at random moments
-// of virtual time.
+// TestBudgetBound: over any interval from a to a+T, the retries a Budget
+// allows are at most max(Burst, Ratio × the calls that earned before a) +
+// PerSecond×T + Ratio × the calls that earned in it, exactly, in
+// thousandths, for random runs of calls at random moments of virtual
+// time; and what it holds is never above max(Burst, Ratio × the calls
+// that earned, each weighing e^(−age/10s)), for calls evenly spread.
 func TestBudgetBound(t *testing.T) {
 	for _, b := range []*retry.Budget{
 		{},
@@ -287,7 +312,7 @@ func TestBudgetBound(t *testing.T) {
 				time.Sleep(time.Duration(r.ExpFloat64() * float64(300*time.Millisecond)))
 				e := event{at: time.Since(start)}
 				if r.IntN(3) == 0 {
-					e.retries, _ = bad(budget, r.IntN(4))
+					e.retries, _ = bad(budget, r.IntN(40))
 				} else {
 					good(budget)
 					e.earned = true
@@ -301,7 +326,8 @@ func TestBudgetBound(t *testing.T) {
 				}
 				return int64(math.Round(max(x, 0) * 1000))
 			}
-			burst, ratio, rate := milli(b.Burst, 10), milli(b.Ratio, 0.1), milli(b.PerSecond, 0)
+			burst, ratio, rate := milli(b.Burst, 1), milli(b.Ratio, 0.1), milli(b.PerSecond, 0)
+			var before int64 // the calls that earned before event i
 			for i := range events {
 				var retries, earned int64
 				for j := i; j < len(events); j++ {
@@ -310,14 +336,34 @@ func TestBudgetBound(t *testing.T) {
 						earned++
 					}
 					// The calls of [i, j] lie in an interval of length at - at_i.
-					bound := burst + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned
+					bound := max(burst, ratio*before) + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned
 					if 1000*retries > bound {
 						t.Fatalf("%s: calls %d to %d, over %v: %d retries allowed, more than the bound %.3f", fields(b), i, j, events[j].at-events[i].at, retries, float64(bound)/1000)
 					}
 				}
+				if events[i].earned {
+					before++
+				}
 			}
 		})
 	}
+	// Evenly spread, the fading count is exact: at 100 calls a second for
+	// a minute, 0.1 each, it holds what the last ten seconds' thousand or
+	// so calls make room for, Σ e^(−k/1000) over 6,000 calls ≈ 1000.5.
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{}
+		for range 6000 {
+			time.Sleep(10 * time.Millisecond)
+			good(b)
+		}
+		var sum float64
+		for k := range 6000 {
+			sum += math.Exp(-float64(k) / 1000)
+		}
+		if got, want := b.Tokens(), 0.1*sum; math.Abs(got-want) > 0.1 {
+			t.Fatalf("a minute at 100 successes a second: %v held, want about %.3f", got, want)
+		}
+	})
 }
 
 // TestBudgetPerSecond: the clock earns pro rata, keeping what is short of
@@ -326,6 +372,7 @@ func TestBudgetPerSecond(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{Ratio: -1, Burst: 3, PerSecond: 2}
 		drain(t, b)
+		b.Tokens() // the clock earns from the first read
 		time.Sleep(750 * time.Millisecond)
 		if got := b.Tokens(); got != 1.5 {
 			t.Fatalf("750ms at 2/s: %v, want 1.5", got)
@@ -369,8 +416,8 @@ func TestBudgetPerSecond(t *testing.T) {
 }
 
 // TestBudgetConcurrent: 64 goroutines on one Budget, under -race: it never
-// holds less than 0 or more than Burst, and never allows more retries than
-// it held and earned.
+// holds less than 0 or more than Ratio × the calls that earned (or Burst),
+// and never allows more retries than it held and earned.
 func TestBudgetConcurrent(t *testing.T) {
 	b := &retry.Budget{Burst: 20, Ratio: 0.2}
 	var retries, earned atomic.Int64
@@ -385,8 +432,8 @@ func TestBudgetConcurrent(t *testing.T) {
 					good(b)
 					earned.Add(1)
 				}
-				if tokens := b.Tokens(); tokens < 0 || tokens > 20 {
-					t.Errorf("Tokens() = %v, want within [0, 20]", tokens)
+				if tokens, most := b.Tokens(), max(20, float64(earned.Load()+64)/5); tokens < 0 || tokens > most {
+					t.Errorf("Tokens() = %v, want within [0, %v]", tokens, most)
 				}
 			}
 		})
