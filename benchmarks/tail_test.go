@@ -74,7 +74,12 @@ type tailArm struct {
 	new   func(t tailTarget) http.RoundTripper
 	// hedged marks cristalhq/hedgedhttp: see hedgedInBubble.
 	hedged bool
+	// only names the one scenario the arm runs in; empty: every one.
+	only string
 }
+
+// runs reports whether the arm runs in sc.
+func (a tailArm) runs(sc tailScenario) bool { return a.only == "" || a.only == sc.name }
 
 // The arms' names, as the assertions and the picture find them.
 const (
@@ -82,12 +87,17 @@ const (
 	armOurs          = "unherd/backoff httpretry, defaults"
 	armOursNoBudget  = "unherd/backoff httpretry, NoBudget"
 	armOursHeader    = "unherd/backoff httpretry, Base with ResponseHeaderTimeout 250ms"
-	armOursHeaderNB  = "unherd/backoff httpretry, NoBudget, Base with ResponseHeaderTimeout 250ms"
 	armRetryable     = "hashicorp/go-retryablehttp, RetryMax 3, waits 10ms–100ms, HTTPClient.Timeout 250ms"
 	armFailsafe      = "failsafe-go, retry + timeout.New(250ms)"
 	armFailsafeDelay = "failsafe-go, retry + hedgepolicy.NewWithDelay(d) + timeout"
 	armFailsafeQuant = "failsafe-go, retry + hedgepolicy.NewWithDelayQuantile(0.95, 1000, 100) + timeout"
 	armHedgedHTTP    = "cristalhq/hedgedhttp, NewRoundTripper(d, upto = hedges + 1)"
+	armOursTimeout   = "unherd/backoff httpretry, AttemptTimeout 250ms"
+	armOursHedgeD    = "unherd/backoff httpretry, AttemptTimeout 250ms, Hedge{Delay: d, Max: hedges}"
+	armOursHedge     = "unherd/backoff httpretry, AttemptTimeout 250ms, Hedge{}"
+	armOursHedge2    = "unherd/backoff httpretry, AttemptTimeout 250ms, Hedge{Max: 2}"
+	armFailsafeOne   = "failsafe-go, retry + hedgepolicy.NewWithDelay(d), one hedge, + timeout"
+	armFailsafeQOne  = "failsafe-go, retry + NewWithDelayQuantile(0.95, 1000, 100), one hedge, + timeout"
 )
 
 // failsafeRetry is the retry policy a failsafe-go user writes for a 2s
@@ -110,13 +120,22 @@ var tailArms = []tailArm{
 	{name: armNone, new: func(t tailTarget) http.RoundTripper { return t.Base }},
 	{name: armOurs, short: "httpretry, defaults", new: func(t tailTarget) http.RoundTripper { return &httpretry.Transport{Base: t.Base} }},
 	{name: armOursNoBudget, short: "httpretry, NoBudget", new: func(t tailTarget) http.RoundTripper {
-		return &httpretry.Transport{Base: t.Base, Policy: retry.Policy{Budget: httpretry.NoBudget}}
+		return &httpretry.Transport{Base: t.Base, Policy: retry.Policy{Budget: httpretry.NoBudget()}}
 	}},
 	{name: armOursHeader, short: "httpretry, Base with a 250ms header timeout", new: func(t tailTarget) http.RoundTripper {
 		return &httpretry.Transport{Base: t.HeaderTimeout(250 * time.Millisecond)}
 	}},
-	{name: armOursHeaderNB, short: "httpretry, NoBudget, the same Base", new: func(t tailTarget) http.RoundTripper {
-		return &httpretry.Transport{Base: t.HeaderTimeout(250 * time.Millisecond), Policy: retry.Policy{Budget: httpretry.NoBudget}}
+	{name: armOursTimeout, short: "httpretry, AttemptTimeout 250ms", new: func(t tailTarget) http.RoundTripper {
+		return &httpretry.Transport{Base: t.Base, AttemptTimeout: 250 * time.Millisecond}
+	}},
+	{name: armOursHedgeD, short: "httpretry, + Hedge{Delay: d}", new: func(t tailTarget) http.RoundTripper {
+		return &httpretry.Transport{Base: t.Base, AttemptTimeout: 250 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: t.Delay, Max: t.Hedges}}
+	}},
+	{name: armOursHedge, short: "httpretry, + Hedge{}", new: func(t tailTarget) http.RoundTripper {
+		return &httpretry.Transport{Base: t.Base, AttemptTimeout: 250 * time.Millisecond, Hedge: &httpretry.Hedge{}}
+	}},
+	{name: armOursHedge2, short: "httpretry, + Hedge{Max: 2}", new: func(t tailTarget) http.RoundTripper {
+		return &httpretry.Transport{Base: t.Base, AttemptTimeout: 250 * time.Millisecond, Hedge: &httpretry.Hedge{Max: 2}}
 	}},
 	// go-retryablehttp: its defaults (4 retries, waits 1s to 30s) would
 	// spend a 2s deadline on one wait; its per-attempt timeout is the
@@ -143,6 +162,16 @@ var tailArms = []tailArm{
 	// age), hedging once 100 have been seen.
 	{name: armFailsafeQuant, short: "failsafe-go, + NewWithDelayQuantile(0.95, …)", new: func(t tailTarget) http.RoundTripper {
 		hedge := hedgepolicy.NewBuilderWithDelayQuantile[*http.Response](0.95, 1000, 100).WithMaxHedges(t.Hedges).Build()
+		return failsafehttp.NewRoundTripper(t.Base, failsafeRetry(), hedge, timeout.New[*http.Response](250*time.Millisecond))
+	}},
+	// B's tuned arms send two hedges; with one, as Hedge{} does, in B
+	// only (in A and C the tuned arms send one already).
+	{name: armFailsafeOne, short: "failsafe-go, + NewWithDelay(d), one hedge", only: "B", new: func(t tailTarget) http.RoundTripper {
+		hedge := hedgepolicy.NewWithDelay[*http.Response](t.Delay)
+		return failsafehttp.NewRoundTripper(t.Base, failsafeRetry(), hedge, timeout.New[*http.Response](250*time.Millisecond))
+	}},
+	{name: armFailsafeQOne, short: "failsafe-go, + quantile delay, one hedge", only: "B", new: func(t tailTarget) http.RoundTripper {
+		hedge := hedgepolicy.NewBuilderWithDelayQuantile[*http.Response](0.95, 1000, 100).Build()
 		return failsafehttp.NewRoundTripper(t.Base, failsafeRetry(), hedge, timeout.New[*http.Response](250*time.Millisecond))
 	}},
 	// hedgedhttp hedges and does nothing else: no retry, no timeout; the
@@ -384,6 +413,9 @@ func runTailScenario(t *testing.T, sc tailScenario) []tailResult {
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for i, arm := range tailArms {
+		if !arm.runs(sc) {
+			continue
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -430,6 +462,9 @@ func TestTail(t *testing.T) {
 		var table, after []tailRow
 		rows[sc.name] = map[string]tailRow{}
 		for i, arm := range tailArms {
+			if !arm.runs(sc) {
+				continue
+			}
 			r := tailRowOf(arm, results[i], nil)
 			if seen := results[i].requests; int64(r.requestsPerCall*float64(r.calls)+0.5) != seen {
 				t.Errorf("%s, %s: the calls counted %.0f requests, the server %d", sc.name, arm.name, r.requestsPerCall*float64(r.calls), seen)
@@ -488,6 +523,22 @@ func TestTail(t *testing.T) {
 			t.Errorf("C after the shift: the quantile delay sent %.2f requests a call, %s %.2f: want fewer", c[armFailsafeQuant].requestsPerCall, arm, c[arm].requestsPerCall)
 		}
 	}
+	// httpretry's slow-dependency fields, each against what it adds to.
+	for name, sc := range map[string]map[string]tailRow{"A": a, "C after the shift": c} {
+		if sc[armOursHedge].p99 >= sc[armOursTimeout].p99/4 {
+			t.Errorf("%s: Hedge{}: p99 %v, want under a quarter of AttemptTimeout alone's %v", name, sc[armOursHedge].p99, sc[armOursTimeout].p99)
+		}
+		if limit := sc[armFailsafe].requestsPerCall + 0.06; sc[armOursHedge].requestsPerCall > limit {
+			t.Errorf("%s: Hedge{}: %.3f requests a call, want at most failsafe-go's retry + timeout's plus 0.06, %.3f", name, sc[armOursHedge].requestsPerCall, limit)
+		}
+	}
+	if a[armOursTimeout].p99 >= a[armOurs].p99/2 || a[armOursTimeout].success < a[armOurs].success {
+		t.Errorf("A: AttemptTimeout: p99 %v, success %.4f; want under half the defaults' %v, and no less success than their %.4f", a[armOursTimeout].p99, a[armOursTimeout].success, a[armOurs].p99, a[armOurs].success)
+	}
+	if b[armOursHedge2].p99 >= b[armNone].p99/10 || b[armOursHedge].p999 >= b[armNone].p999/2 {
+		t.Errorf("B: Hedge{Max: 2}: p99 %v; Hedge{}: p99.9 %v; want under a tenth of no retries' p99 %v, and under half its p99.9 %v",
+			b[armOursHedge2].p99, b[armOursHedge].p999, b[armNone].p99, b[armNone].p999)
+	}
 	if *tailLarge {
 		caption := fmt.Sprintf("The models of benchmarks/README.md, \"A slow dependency\": %d calls per arm in A and C, %d in B; seeds %d–%d.", 10000*scale, 2000*scale, 2201, 2203)
 		if err := os.WriteFile(tailSVGPath, []byte(tailSVG(caption, pictured)), 0o644); err != nil {
@@ -510,9 +561,10 @@ func tailSVG(caption string, panels []tailPanel) string {
 	quantiles := []struct {
 		name, colour string
 	}{{"p50", "#2ca02c"}, {"p90", "#1f77b4"}, {"p99", "#ff7f0e"}, {"p99.9", "#d62728"}, {"max", "#000000"}}
-	rows := len(panels[0].rows)
-	panelH := headH + rowH*rows + axisH
-	height := top + panelH*len(panels) + 20
+	height := top + 20
+	for _, panel := range panels {
+		height += headH + rowH*len(panel.rows) + axisH
+	}
 	plotW := float64(width - left - right)
 	lo, hi := 0.0, math.Log10(3000) // 1ms to 3s
 	xOf := func(d time.Duration) float64 {
@@ -535,8 +587,9 @@ func tailSVG(caption string, panels []tailPanel) string {
 		p(`<text x="%d" y="60">%s</text>`+"\n", x+14, q.name)
 	}
 	p(`<text x="%d" y="60" text-anchor="end" fill="#555">success · requests per call</text>`+"\n", width-10)
-	for n, panel := range panels {
-		y0 := float64(top + n*panelH)
+	y0 := float64(top)
+	for _, panel := range panels {
+		rows := len(panel.rows)
 		p(`<text x="20" y="%.1f" font-weight="bold">%s</text>`+"\n", y0+14, esc(panel.title))
 		plotTop, plotBottom := y0+headH, y0+float64(headH+rowH*rows)
 		for _, tick := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second, 2 * time.Second} {
@@ -565,6 +618,7 @@ func tailSVG(caption string, panels []tailPanel) string {
 			}
 			p(`<text x="%d" y="%.1f" text-anchor="end">%.2f%% · %.3f</text>`+"\n", width-10, y+4, 100*r.success, r.requestsPerCall)
 		}
+		y0 += float64(headH + rowH*rows + axisH)
 	}
 	p(`<text x="20" y="%d" fill="#555">Regenerate: cd benchmarks &amp;&amp; go test -run TestTail -v -tail-large. The dashed line is the calls' 2s deadline.</text>`+"\n", height-8)
 	b.WriteString("</svg>\n")
