@@ -550,17 +550,29 @@ func (p *policyParser) errorf(format string, args ...any) error {
 	return fmt.Errorf("backoff: policy %q: %s (the form: %q)", excerpt(p.text), fmt.Sprintf(format, args...), form)
 }
 
-// excerpt is s cut to its first 40 bytes, at a rune's start, and "…".
+// excerpt is s cut to its first 40 bytes, never inside a rune, and "…".
 func excerpt(s string) string {
 	const most = 40
 	if len(s) <= most {
 		return s
 	}
-	i := most
-	for !utf8.RuneStart(s[i]) {
-		i--
+	return s[:runeStart(s, most)] + "…"
+}
+
+// runeStart returns the start of the rune that byte i of s is part of: i
+// itself, unless it lies inside a valid UTF-8 encoding of a rune. Bytes that
+// are not UTF-8 are each their own rune, so it looks back at most
+// utf8.UTFMax−1 bytes, and never before the start of s.
+func runeStart(s string, i int) int {
+	for j := i; j >= max(i-utf8.UTFMax+1, 0); j-- {
+		if utf8.RuneStart(s[j]) {
+			if _, n := utf8.DecodeRuneInString(s[j:]); j+n > i {
+				return j
+			}
+			return i
+		}
 	}
-	return s[:i] + "…"
+	return i
 }
 
 // jitterFirst is the error for text that starts with a jitter, or a word

@@ -584,6 +584,10 @@ func FuzzText(f *testing.F) {
 	f.Add("1s x 1.5, additive jitter 0.3", int64(math.MaxInt64), int64(0), math.Float64bits(math.Inf(1)), math.Float64bits(math.NaN()), uint8(3), -1, int64(-1))
 	f.Add("no wait, no jitter, 1 retry", int64(-5), int64(1), math.Float64bits(math.Nextafter(1, 2)), math.Float64bits(5e-324), uint8(200), 1, int64(1))
 	f.Add("100MS*1E0 UP TO 1H, 3 RETRY", int64(1), int64(math.MaxInt64), uint64(0), uint64(0), uint8(4), math.MaxInt, int64(math.MaxInt64))
+	// Text that is not UTF-8: a lone continuation byte, a rune cut short, an
+	// invalid byte inside each kind of token.
+	f.Add(strings.Repeat("\xb5", 41), int64(0), int64(0), uint64(0), uint64(0), uint8(0), 0, int64(0))
+	f.Add("100ms\xe2\x80 up to 1\xffs, \xc0 jitter, 3 \xfe", int64(1), int64(-1), uint64(0), uint64(0), uint8(2), 3, int64(0))
 	f.Fuzz(func(t *testing.T, text string, base, ceiling int64, multBits, jitterBits uint64, mode uint8, retries int, elapsed int64) {
 		// The law, from arbitrary field values.
 		v := Value{BaseDelay: time.Duration(base), MaxDelay: time.Duration(ceiling), Multiplier: math.Float64frombits(multBits), Jitter: math.Float64frombits(jitterBits), JitterMode: JitterMode(mode)}
@@ -669,6 +673,31 @@ func TestJitterFirstNamesOnlyWhatIsMisspelt(t *testing.T) {
 		err := s.UnmarshalText([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), "the curve is missing") || strings.Contains(err.Error(), "misspelt") {
 			t.Errorf("UnmarshalText(%q) = %v, want the curve said missing and nothing called misspelt", in, err)
+		}
+	}
+}
+
+// TestPolicyTextNotUTF8 is issue 21's first fault: text that is not UTF-8
+// panicked ("index out of range [-1]": the excerpt stepped back from byte
+// 40 looking for a rune's start, with no lower bound). Each is an error,
+// valid UTF-8 itself, that quotes the bytes it could not read.
+func TestPolicyTextNotUTF8(t *testing.T) {
+	for _, tt := range []struct{ in, quoted string }{
+		{strings.Repeat("\xb5", 41), strings.Repeat(`\xb5`, 20)},
+		{strings.Repeat("\xb5", 1000), strings.Repeat(`\xb5`, 20)},
+		{"\xff", `"\xff"`},
+		{"100ms, \xb5\xb5 jitter", `unknown word "\xb5\xb5"`},
+		{"100ms up to 1\xb5s", `"1\xb5s" is not a duration`},
+		{"100ms×\xb5" + strings.Repeat("\xb5", 60), `multiplier "\xb5`},
+	} {
+		var s Schedule
+		err := s.UnmarshalText([]byte(tt.in))
+		if err == nil || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), tt.quoted) {
+			t.Errorf("Schedule.UnmarshalText(%q) = %v, want a valid UTF-8 error quoting %s", tt.in, err, tt.quoted)
+		}
+		var v Value
+		if err := v.UnmarshalText([]byte(tt.in)); err == nil || !utf8.ValidString(err.Error()) {
+			t.Errorf("Value.UnmarshalText(%q) = %v, want a valid UTF-8 error", tt.in, err)
 		}
 	}
 }

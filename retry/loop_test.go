@@ -309,11 +309,14 @@ func TestPolicyText(t *testing.T) {
 		t.Errorf("UnmarshalText changed what is not text: %+v", p)
 	}
 	before := p.String()
-	if err := p.UnmarshalText([]byte("1s, fulll jitter")); err == nil || !strings.Contains(err.Error(), "fulll") {
-		t.Errorf("UnmarshalText(typo) = %v, want an error quoting it", err)
-	}
-	if p.String() != before {
-		t.Errorf("bad text changed the Policy: %q", p.String())
+	// A typo, and text that is not UTF-8 (which panicked: issue 21).
+	for _, text := range []string{"1s, fulll jitter", strings.Repeat("\xb5", 41)} {
+		if err := p.UnmarshalText([]byte(text)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", text)[1:10]) {
+			t.Errorf("UnmarshalText(%q) = %v, want an error quoting it", text, err)
+		}
+		if p.String() != before {
+			t.Errorf("UnmarshalText(%q) changed the Policy: %q", text, p.String())
+		}
 	}
 	// "no wait" reads as a Policy that never waits, not as the zero Curve,
 	// which means the default.
