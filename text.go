@@ -180,11 +180,11 @@ const (
 	scheduleForm = valueForm + ", 5 retries, 1m0s of waiting"
 )
 
-// A token is a word, a number, a duration or one of ",", "×", "*", with
-// its byte offset in the text.
+// A token is a word, a number, a duration or one of ",", "×", "*": s as
+// the reader reads it, and text[pos:end] as it was written.
 type token struct {
-	s   string
-	pos int
+	s        string
+	pos, end int
 }
 
 // policyParser reads policy text: a hand-written scanner over tokens, so
@@ -202,7 +202,7 @@ func tokenize(text string) []token {
 	start := -1
 	flush := func(end int) {
 		if start >= 0 {
-			toks = append(toks, token{text[start:end], start})
+			toks = append(toks, token{text[start:end], start, end})
 			start = -1
 		}
 	}
@@ -212,7 +212,8 @@ func tokenize(text string) []token {
 			flush(i)
 		case r == ',' || r == '×' || r == '*':
 			flush(i)
-			toks = append(toks, token{text[i : i+utf8.RuneLen(r)], i})
+			n := utf8.RuneLen(r)
+			toks = append(toks, token{text[i : i+n], i, i + n})
 		case start < 0:
 			start = i
 		}
@@ -221,20 +222,25 @@ func tokenize(text string) []token {
 	return joinUnits(toks)
 }
 
-// joinUnits reads a number followed by a duration unit as one duration, so
-// that "100 ms" and "1 m 30 s" read as "100ms" and "1m30s" do; the token
-// keeps the text between, to quote it as written.
+// joinUnits reads numbers each followed by a duration unit as one duration,
+// so that "100 ms" and "1 m 30 s" read as "100ms" and "1m30s" do; the
+// token keeps the bytes it was written as, to quote them. Each piece is
+// copied once: the work is linear in the text.
 func joinUnits(toks []token) []token {
 	out := toks[:0]
 	for i := 0; i < len(toks); i++ {
+		j := i // toks[i:j] are number, unit, number, unit…
+		for j+1 < len(toks) && isDecimal(toks[j].s) && isUnit(toks[j+1].s) {
+			j += 2
+		}
 		t := toks[i]
-		if i+1 < len(toks) && isNumber(t.s) && isUnit(toks[i+1].s) {
-			t.s += toks[i+1].s // "100" "ms" → "100ms"
-			i++
-			for i+2 < len(toks) && isNumber(toks[i+1].s) && isUnit(toks[i+2].s) {
-				t.s += toks[i+1].s + toks[i+2].s // "1m" "30" "s" → "1m30s"
-				i += 2
+		if j > i {
+			var b strings.Builder
+			for _, piece := range toks[i:j] {
+				b.WriteString(piece.s)
 			}
+			t = token{b.String(), t.pos, toks[j-1].end}
+			i = j - 1
 		}
 		out = append(out, t)
 	}
@@ -248,6 +254,26 @@ func isUnit(s string) bool {
 		return true
 	}
 	return false
+}
+
+// isDecimal reports whether s is a number as time.ParseDuration reads one:
+// digits, with at most one '.' among them, after at most one sign.
+func isDecimal(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	digits, dots := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			digits++
+		case c == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
 }
 
 func isNumber(s string) bool {
@@ -497,7 +523,7 @@ func (p *policyParser) duration(s, want string) (time.Duration, error) {
 func isDuration(s string) bool {
 	for s != "" {
 		i := strings.IndexFunc(s, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
-		if i <= 0 || !isNumber(s[:i]) {
+		if i <= 0 || !isDecimal(s[:i]) {
 			return false // no number, or no unit after it
 		}
 		j := strings.IndexAny(s[i:], ".0123456789")

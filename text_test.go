@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -699,5 +700,66 @@ func TestPolicyTextNotUTF8(t *testing.T) {
 		if err := v.UnmarshalText([]byte(tt.in)); err == nil || !utf8.ValidString(err.Error()) {
 			t.Errorf("Value.UnmarshalText(%q) = %v, want a valid UTF-8 error", tt.in, err)
 		}
+	}
+}
+
+// TestPolicyTextLinear is issue 21's ninth fault: reading was quadratic in
+// the length of the text (a megabyte of "1 s " took 14–22 s), because each
+// number and unit joined to a duration copied the token so far. It measures
+// work without a clock: the bytes a read allocates, for n bytes of text and
+// for 2n. Linear work about doubles; the quadratic join quadrupled. The
+// shapes take every path through the reader and its errors: joined units,
+// one enormous word (near misses are looked for), an enormous number, many
+// small tokens that fail at once or at the end, white space, bytes that are
+// not UTF-8.
+func TestPolicyTextLinear(t *testing.T) {
+	const n = 64 << 10
+	shapes := []struct {
+		name string
+		text func(n int) string
+	}{
+		{"1 s …", func(n int) string { return strings.Repeat("1 s ", n/4) }},
+		{"1 m 1 m …", func(n int) string { return "1 m" + strings.Repeat(" 1 m", n/4) + " up to 1s" }},
+		{"a word", func(n int) string { return strings.Repeat("x", n) }},
+		{"a jitter's word", func(n int) string { return "100ms, " + strings.Repeat("é", n/2) + " jitter" }},
+		{"a retries' word", func(n int) string { return "100ms, 5 " + strings.Repeat("r", n) }},
+		{"a long duration", func(n int) string { return "100ms, 5 retries, " + strings.Repeat("9", n) + "h of waiting" }},
+		{"a long number", func(n int) string { return "1s×" + strings.Repeat("1", n) + "x" }},
+		{"commas", func(n int) string { return "100ms" + strings.Repeat(" ,", n/2) }},
+		{"trailing words", func(n int) string { return "100ms, no jitter" + strings.Repeat(" up", n/3) }},
+		{"white space", func(n int) string { return strings.Repeat(" \t", n/2) }},
+		{"not UTF-8", func(n int) string { return strings.Repeat("\xb5", n) }},
+	}
+	for _, sh := range shapes {
+		small, large := readBytes(sh.text(n)), readBytes(sh.text(2*n))
+		if large > 3*small+64<<10 {
+			t.Errorf("%s: reading %d bytes allocates %d bytes, and %d bytes %d: want about twice, not %.1f×", sh.name, n, small, 2*n, large, float64(large)/float64(small))
+		}
+	}
+}
+
+// readBytes returns the bytes Schedule.UnmarshalText allocates to read text.
+func readBytes(text string) uint64 {
+	b := []byte(text)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var s Schedule
+	_ = s.UnmarshalText(b)
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// BenchmarkUnmarshalText reads policy text of growing length: the time per
+// byte stays flat when reading is linear.
+func BenchmarkUnmarshalText(b *testing.B) {
+	for _, n := range []int{1 << 10, 64 << 10, 1 << 20} {
+		text := []byte(strings.Repeat("1 s ", n/4))
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				var s Schedule
+				_ = s.UnmarshalText(text)
+			}
+		})
 	}
 }
