@@ -317,15 +317,16 @@ func TestPolicyTextRejected(t *testing.T) {
 		// The word meant, for a number's clause.
 		{"100ms, 5 retires", `unknown word "retires": did you mean "5 retries"?`},
 		{"100ms, 5 tries", `unknown word "tries": did you mean "5 retries"?`},
-		{"100ms, 1 retyr", `unknown word "retyr": did you mean "1 retries"?`},
+		{"100ms, 1 retyr", `unknown word "retyr": did you mean "1 retry"?`},
 		{"100ms, 5 attempts", `"5 attempts": the limit counts retries, which leave out the first call: 5 attempts are "4 retries"`},
 		{"100ms, 1 attempt", `"1 attempt": the limit counts retries, which leave out the first call: 1 attempt is no retry at all`},
 		{"100ms, 2.5 ATTEMPTS", `"2.5 ATTEMPTS": the limit counts retries, which leave out the first call: write the attempts less one, as "4 retries" for 5 attempts`},
 		{"100ms, 5 banana", `"5 banana": want a number of retries, such as "5 retries"`},
 		{"100ms, two retries", `"two retries": want a whole number of retries`},
 		{"3 retries", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the retries follow it after a comma, as in "100ms, 5 retries"`},
-		{"5 attempts", `the curve is missing`},
-		{"3 retires, full jitter", `the curve is missing`},
+		{"5 attempts", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the retries follow it after a comma, as in "100ms, 5 retries"; "5 attempts": the limit counts retries, which leave out the first call: 5 attempts are "4 retries"`},
+		{"3 retires, full jitter", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the retries follow it after a comma, as in "100ms, 5 retries"; unknown word "retires": did you mean "3 retries"?`},
+		{"1 retry", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the retries follow it after a comma, as in "100ms, 5 retries" (the form`},
 		{"5 apples", `"5" is not a duration above zero`},
 		{"100ms, 2 attempts", `"2 attempts": the limit counts retries, which leave out the first call: 2 attempts are "1 retry"`},
 		{"100ms, 3 attempts", `"3 attempts": the limit counts retries, which leave out the first call: 3 attempts are "2 retries"`},
@@ -376,13 +377,16 @@ func TestPolicyTextRejected(t *testing.T) {
 	}
 }
 
-// TestPolicyTextErrorBounded: an error quotes at most 40 bytes of the text,
-// and of each part of it, never a rune cut in two.
+// TestPolicyTextErrorBounded: an error quotes at most quoteMost bytes of
+// the text in one piece, never a rune cut in two, so that a megabyte of
+// input makes an error of a few lines.
 func TestPolicyTextErrorBounded(t *testing.T) {
+	z := strings.Repeat("z", 32)
 	for _, tt := range []struct{ in, quoted string }{
-		{strings.Repeat("z", 40), strings.Repeat("z", 40) + `"`},
-		{strings.Repeat("z", 41), strings.Repeat("z", 40) + `…"`},
-		{strings.Repeat("z", 39) + "é", strings.Repeat("z", 39) + `…"`}, // 41 bytes: é is not cut in two
+		{z + z, z + z + `"`},
+		{z + "z" + z, z + "…" + z + `"`},
+		{z[1:] + "é" + z, z[1:] + "…" + z + `"`},               // é is not cut in two at the head
+		{z + z[1:] + "é" + z[2:], z + "…" + "é" + z[2:] + `"`}, // nor at the tail
 	} {
 		var v Value
 		if err := v.UnmarshalText([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), `policy "`+tt.quoted) {
@@ -391,13 +395,18 @@ func TestPolicyTextErrorBounded(t *testing.T) {
 	}
 	for _, in := range []string{
 		strings.Repeat("x", 1<<20),
+		strings.Repeat("\xb5", 1<<20),
+		strings.Repeat(" ", 1<<20),
 		"100ms, " + strings.Repeat("é", 1<<19) + " jitter",
 		"100ms, 5 retries, " + strings.Repeat("9", 1<<20) + "h of waiting",
+		"100ms, " + strings.Repeat("5 ", 1<<19) + "retires",
+		"1s, full jitter" + strings.Repeat(" \xb5", 1<<19),
+		strings.Repeat("\xb5", 1<<20) + " jiter",
 	} {
 		var s Schedule
 		err := s.UnmarshalText([]byte(in))
-		if err == nil || len(err.Error()) > 400 || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "…") {
-			t.Errorf("Schedule.UnmarshalText(%d bytes) = %.500v (%d bytes), want an error of at most 400 bytes, valid UTF-8, with excerpts", len(in), err, len(fmt.Sprint(err)))
+		if err == nil || len(err.Error()) > 1024 || !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "…") {
+			t.Errorf("Schedule.UnmarshalText(%d bytes) = %.1100v (%d bytes), want an error of at most 1 KiB, valid UTF-8, with excerpts", len(in), err, len(fmt.Sprint(err)))
 		}
 	}
 }
@@ -761,5 +770,41 @@ func BenchmarkUnmarshalText(b *testing.B) {
 				_ = s.UnmarshalText(text)
 			}
 		})
+	}
+}
+
+// TestPolicyTextQuotesWholeTokens is issue 21's tenth fault: errors cut
+// tokens ("1s up to 100 ms" was quoted as "up to 100 m", which reads as
+// minutes) and the package's own hints ("(or leave it out f…"). An error
+// quotes whole tokens, each as it was written, and every word of its own.
+func TestPolicyTextQuotesWholeTokens(t *testing.T) {
+	long := "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting, 9 retries"
+	for _, tt := range []struct{ in, contains string }{
+		{"1s up to 100 ms", `"up to 100 ms": a ceiling below the base wait makes every wait 100ms; did you mean "100ms up to 1s"?`},
+		{"1 m 30 s up to 1 m", `"up to 1 m": a ceiling below the base wait makes every wait 1m0s`},
+		{"1s, 5 retries, 1 m 30 s of wait", `"1 m 30 s of wait": want a limit`},
+		{"1s, 5 retries, 1 m 30 s of waiting, 2 m of waiting", `"2 m of waiting": a clause given twice`},
+		{"1s up to never", `"never" is not a duration above zero: want a ceiling such as 30s (or leave it out for none)`},
+		{"1s, never of waiting", `"never" is not a duration above zero: want a limit on the waiting such as 1m0s (or leave the clause out for none)`},
+		{"1s, equal jitter, 5 attempts", `"5 attempts": the limit counts retries, which leave out the first call: 5 attempts are "4 retries"`},
+		// A text too long to quote whole is cut after a whole token.
+		{long, `policy "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting, 9 …": "9 retries": a clause given twice`},
+		{"1s, full jitter extra words that go on and on, past what an error quotes", `cannot read "extra words that go on and on, past what an error quotes": want a comma`},
+		{"1s, full jitter extra words that go on and on and on and on, past what an error quotes", `cannot read "extra words that go on and on and on and on, past what an error …": want a comma`},
+	} {
+		var s Schedule
+		if err := s.UnmarshalText([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.contains) {
+			t.Errorf("Schedule.UnmarshalText(%q) = %v, want an error containing %s", tt.in, err, tt.contains)
+		}
+	}
+	// A token too long to quote whole shows its first and last bytes around
+	// "…", which no token holds: the part quoted cannot be read as a valid
+	// token of its own.
+	huge := "1" + strings.Repeat("0", 1<<20) + "ms"
+	var s Schedule
+	err := s.UnmarshalText([]byte("1s up to " + huge))
+	want := `"1` + strings.Repeat("0", 31) + "…" + strings.Repeat("0", 30) + `ms" is longer than the longest duration`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Schedule.UnmarshalText(1s up to 10…0ms) = %v, want an error containing %s", err, want)
 	}
 }
