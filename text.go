@@ -20,7 +20,8 @@ import (
 // files, such as "100ms×2 up to 30s, full jitter": the form [Value.MarshalText]
 // writes and [Value.UnmarshalText] reads. It shows the values the curve
 // really uses: the normalised multiplier and jitter, "no wait" for a
-// BaseDelay of zero or less, "uncapped" for no MaxDelay, full jitter for a
+// BaseDelay of zero or less, "uncapped" for no MaxDelay (zero or less, or
+// math.MaxInt64, where the growth stops without one), full jitter for a
 // mode this package does not define, and a MaxDelay below BaseDelay as the
 // base too ("1s up to 100ms" waits 100ms every time, as "100ms×2 up to
 // 100ms" does). The jitter fraction is written only for the mode that
@@ -49,6 +50,12 @@ func (v Value) MarshalText() ([]byte, error) { return v.appendText(nil), nil }
 // 100ms, "1M" a minute); numbers as [strconv.ParseFloat] reads them. An
 // omitted multiplier is 2, an omitted ceiling is none, an omitted jitter is
 // full jitter.
+//
+// It sets every field, none to a zero that a container could read as its
+// own default: "no wait" is a BaseDelay of −1ns, and no ceiling (none
+// written, or "uncapped") a MaxDelay of math.MaxInt64. The waits are those
+// of a zero BaseDelay or MaxDelay, and a [Schedule] read from the text
+// waits the same in a retry.Policy, whose zero fields mean its defaults.
 //
 // It is strict where a typo would silently change the waits: empty text, an
 // unknown word, a duration that does not parse, is not above zero (write
@@ -129,7 +136,7 @@ func (v Value) appendText(b []byte) []byte {
 		b = append(b, base.String()...)
 		b = append(b, "×"...)
 		b = strconv.AppendFloat(b, NormalMultiplier(v.Multiplier), 'g', -1, 64)
-		if v.MaxDelay > 0 {
+		if v.MaxDelay > 0 && v.MaxDelay < maxDuration {
 			b = append(b, " up to "...)
 			b = append(b, v.MaxDelay.String()...)
 		} else {
@@ -294,6 +301,7 @@ func (p *policyParser) policy() *fault {
 // curve reads: "no wait" | base ["×" multiplier] [" up to " max | " uncapped"].
 func (p *policyParser) curve() *fault {
 	v := &p.out.curve
+	*v = Value{BaseDelay: -1, MaxDelay: maxDuration, Multiplier: 2} // "no wait", uncapped: no zero field
 	t := p.next()
 	if w, _ := p.peek(); isWord(t.s, "no") && isWord(w.s, "wait") {
 		p.i++
@@ -308,7 +316,7 @@ func (p *policyParser) curve() *fault {
 	if f != nil {
 		return f
 	}
-	v.BaseDelay, v.Multiplier = d, 2
+	v.BaseDelay = d
 	if n, ok := p.peek(); ok && !hasMult {
 		switch {
 		case n.s == "×" || n.s == "*":

@@ -546,7 +546,7 @@ func TestPolicyTextReaders(t *testing.T) {
 	if got := cfg.Retry.String(); got != "100ms×2 up to 30s, equal jitter, 5 retries" {
 		t.Errorf("json: retry = %q", got)
 	}
-	if cfg.Curve != (Value{BaseDelay: time.Second, Multiplier: 2, JitterMode: JitterNone}) {
+	if cfg.Curve != (Value{BaseDelay: time.Second, MaxDelay: math.MaxInt64, Multiplier: 2, JitterMode: JitterNone}) {
 		t.Errorf("json: curve = %#v", cfg.Curve)
 	}
 	out, err := json.Marshal(cfg)
@@ -614,8 +614,10 @@ func FuzzText(f *testing.F) {
 			}
 		} else {
 			checkScheduleRoundTrip(t, s)
-			if s.MaxRetries < 0 || s.MaxElapsed < 0 || s.Curve.BaseDelay < 0 || s.Curve.MaxDelay < 0 {
-				t.Fatalf("UnmarshalText(%q) = %#v: a negative setting", text, s)
+			// Explicit values, never the zeros a container may read as its
+			// defaults, and no negative limit.
+			if s.MaxRetries < 0 || s.MaxElapsed < 0 || s.Curve.BaseDelay == 0 || s.Curve.MaxDelay <= 0 {
+				t.Fatalf("UnmarshalText(%q) = %#v: a zero or negative setting", text, s)
 			}
 		}
 		var w Value
@@ -806,5 +808,48 @@ func TestPolicyTextQuotesWholeTokens(t *testing.T) {
 	want := `"1` + strings.Repeat("0", 31) + "…" + strings.Repeat("0", 30) + `ms" is longer than the longest duration`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Schedule.UnmarshalText(1s up to 10…0ms) = %v, want an error containing %s", err, want)
+	}
+}
+
+// TestPolicyTextExplicitValues is the root side of issue 21's eleventh
+// fault: the readers set "no wait" as a zero BaseDelay and no ceiling as a
+// zero MaxDelay, which retry.Policy reads as its defaults (200ms, 30s), so
+// one text waited differently by the type that held it. Every reader sets
+// "no wait" as a negative BaseDelay and no ceiling as math.MaxInt64, and
+// the writers write those back as the text they came from.
+func TestPolicyTextExplicitValues(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Value
+	}{
+		{"no wait", Value{BaseDelay: -1, MaxDelay: math.MaxInt64, Multiplier: 2}},
+		{"no wait, 3 retries", Value{BaseDelay: -1, MaxDelay: math.MaxInt64, Multiplier: 2}},
+		{"20s, no jitter, 3 retries", Value{BaseDelay: 20 * time.Second, MaxDelay: math.MaxInt64, Multiplier: 2, JitterMode: JitterNone}},
+		{"1s×1.5 uncapped", Value{BaseDelay: time.Second, MaxDelay: math.MaxInt64, Multiplier: 1.5}},
+		{"1s up to 1m", Value{BaseDelay: time.Second, MaxDelay: time.Minute, Multiplier: 2}},
+	} {
+		var s Schedule
+		if err := s.UnmarshalText([]byte(tt.in)); err != nil || s.Curve != tt.want {
+			t.Errorf("Schedule.UnmarshalText(%q): Curve = %#v, %v, want %#v", tt.in, s.Curve, err, tt.want)
+		}
+		if !strings.Contains(tt.in, "retries") { // a Value's text
+			var v Value
+			if err := v.UnmarshalText([]byte(tt.in)); err != nil || v != tt.want {
+				t.Errorf("Value.UnmarshalText(%q) = %#v, %v, want %#v", tt.in, v, err, tt.want)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		v    Value
+		want string
+	}{
+		{Value{BaseDelay: time.Second, MaxDelay: math.MaxInt64}, "1s×2 uncapped, full jitter"},
+		{Value{BaseDelay: math.MaxInt64, MaxDelay: math.MaxInt64}, "2562047h47m16.854775807s×2 uncapped, full jitter"},
+		{Value{BaseDelay: time.Second, MaxDelay: math.MaxInt64 - 1}, "1s×2 up to 2562047h47m16.854775806s, full jitter"},
+		{Value{BaseDelay: -1, MaxDelay: math.MaxInt64}, "no wait, full jitter"},
+	} {
+		if got := tt.v.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.v, got, tt.want)
+		}
 	}
 }
