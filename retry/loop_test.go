@@ -351,6 +351,54 @@ func TestPolicyText(t *testing.T) {
 	}
 }
 
+// TestPolicyTextSameWaitsEverywhere is issue 21's eleventh fault: a text
+// read by backoff.Schedule and put in a Policy waited by the Policy's
+// defaults where the text left a zero ("no wait, 3 retries" waited
+// "200ms×2 up to 30s"; "20s, no jitter, 3 retries" was held at 30s). The
+// same text gives the same waits in the Schedule, in a Policy that holds
+// that Schedule, and in a Policy that read it, in virtual time.
+func TestPolicyTextSameWaitsEverywhere(t *testing.T) {
+	for _, tt := range []struct {
+		text  string
+		waits []time.Duration
+	}{
+		{"no wait, 3 retries", []time.Duration{0, 0, 0}},
+		{"20s, no jitter, 3 retries", []time.Duration{20 * time.Second, 40 * time.Second, 80 * time.Second}},
+	} {
+		var s backoff.Schedule
+		var read retry.Policy
+		if err := s.UnmarshalText([]byte(tt.text)); err != nil {
+			t.Fatal(err)
+		}
+		if err := read.UnmarshalText([]byte(tt.text)); err != nil {
+			t.Fatal(err)
+		}
+		policies := map[string]retry.Policy{"a Policy holding it": {Schedule: s}, "a Policy reading it": read}
+		var own []time.Duration
+		for d, ok := s.Next(); ok; d, ok = s.Next() {
+			own = append(own, d)
+		}
+		if fmt.Sprint(own) != fmt.Sprint(tt.waits) {
+			t.Errorf("%q: the Schedule waits %v, want %v", tt.text, own, tt.waits)
+		}
+		for name, p := range policies {
+			if p.String() != s.String() {
+				t.Errorf("%q in %s: String() = %q, want the Schedule's %q", tt.text, name, p.String(), s.String())
+			}
+			t.Run(tt.text+" in "+name, func(t *testing.T) { // synctest.Test ends the test it fails
+				synctest.Test(t, func(t *testing.T) {
+					var waits []time.Duration
+					p.OnRetry = func(e retry.Event) { waits = append(waits, e.Wait) }
+					_ = retry.Do(context.Background(), p, func(context.Context) error { return errFault })
+					if fmt.Sprint(waits) != fmt.Sprint(tt.waits) {
+						t.Errorf("%q in %s: Do waits %v, want %v", tt.text, name, waits, tt.waits)
+					}
+				})
+			})
+		}
+	}
+}
+
 // TestPolicyTextRoundTrip: what String writes reads back as a Policy with
 // the same waits, the same Bounds at every attempt, for curves with every
 // field zero, negative, huge or hostile.
