@@ -1068,6 +1068,30 @@ func TestScheduleDecorrelated(t *testing.T) {
 	}
 }
 
+// TestDecorrelatedMultiplier pins what JitterDecorrelated's doc says: a
+// Schedule does not read Multiplier (its waits grow from the waits it drew),
+// and Value.Bounds does (the curve's previous step stands in for the wait).
+func TestDecorrelatedMultiplier(t *testing.T) {
+	waits := func(m float64) []time.Duration {
+		s := Schedule{Curve: Value{BaseDelay: time.Second, MaxDelay: time.Hour, Multiplier: m, JitterMode: JitterDecorrelated}, Rand: rand.New(rand.NewPCG(5, 6))}
+		var ws []time.Duration
+		for range 12 {
+			d, _ := s.Next()
+			ws = append(ws, d)
+		}
+		return ws
+	}
+	if a, b := waits(1.5), waits(4); !equalDurations(a, b) {
+		t.Errorf("Schedule waits with Multiplier 1.5 = %v, with 4 = %v, want the same", a, b)
+	}
+	for m, want := range map[float64]time.Duration{1.5: 4500 * time.Millisecond, 4: 12 * time.Second} {
+		v := Value{BaseDelay: time.Second, MaxDelay: time.Hour, Multiplier: m, JitterMode: JitterDecorrelated}
+		if _, hi := v.Bounds(3); hi != want {
+			t.Errorf("%v.Bounds(3) = [_, %v], want up to 3 × Grow(…, 2) = %v", v, hi, want)
+		}
+	}
+}
+
 func TestScheduleSaturates(t *testing.T) {
 	s := Schedule{Curve: Value{BaseDelay: math.MaxInt64 / 2, JitterMode: JitterNone}}
 	for range 5 {

@@ -86,7 +86,11 @@ func (v *Value) UnmarshalText(b []byte) error {
 
 // String returns the policy as one line, such as "100ms×2 up to 30s, full
 // jitter, 5 retries, 1m0s of waiting": the Curve as [Value.String] writes it,
-// then a clause for each limit that is set ("1 retry" in the singular). It
+// then a clause for each limit that is set ("1 retry" in the singular).
+// With JitterDecorrelated the multiplier is written though Next does not
+// read it (its waits grow from the waits it drew): it is the Curve's, whose
+// Delay and Bounds read it, and the text keeps it for a Curve that
+// changes mode. It
 // is the form MarshalText writes and UnmarshalText reads. Deadline and Rand
 // are not policy and are not written, nor is the state of the sequence.
 func (s Schedule) String() string { return string(s.appendText(nil)) }
@@ -108,9 +112,11 @@ func (s Schedule) MarshalText() ([]byte, error) { return s.appendText(nil), nil 
 // and "retries" or "retry", whichever the number ("1 retries" and "5 retry"
 // are read too); "5 attempts" is an error that says attempts count the
 // first call too, so that 5 attempts are 4 retries. Omitted limits are
-// none. "0 retries", a waiting limit that is not a duration above zero, and
-// everything Value.UnmarshalText rejects are errors that quote the part that
-// could not be read, and leave s unchanged.
+// none. "0 retries" is an error: no text says "never retry" (the error
+// says so, and what leaving the clause out means to retry.Do). It, a
+// waiting limit that is not a duration above zero, and everything
+// Value.UnmarshalText rejects are errors that quote the part that could not
+// be read, and leave s unchanged.
 //
 // On success it sets Curve, MaxRetries and MaxElapsed and starts the
 // sequence over, as Reset does; Deadline and Rand are left as they were.
@@ -546,7 +552,9 @@ func (p *policyParser) explain(f *fault) error {
 	case wantWhole:
 		msg = fmt.Sprintf(`%q: want a whole number of retries, such as "5 retries"`, q)
 	case wantOne:
-		msg = fmt.Sprintf("%q: want at least 1 (leave the clause out for no limit)", q)
+		// Truthful in every container: left out, a Schedule has no limit,
+		// and retry.Do, on a Schedule with no limit at all, its own 5.
+		msg = fmt.Sprintf(`%q: want at least 1; no text says "never retry" (for a single attempt, call once, without a retry loop), and with the clause left out the text sets no limit on retries (retry.Do then stops after 5, unless another limit is set)`, q)
 	case wantWaiting:
 		msg = fmt.Sprintf(`%q: want a limit such as "1m0s of waiting"`, q)
 	case wantLimit:

@@ -288,7 +288,7 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"100ms, symmetric", `"symmetric": want "symmetric jitter"`},
 		{"100ms, full jitter 0.2", `cannot read "0.2"`},
 		{"100ms, full jitter, equal jitter", `"equal jitter": a clause given twice`},
-		{"100ms, 0 retries", `"0 retries": want at least 1 (leave the clause out for no limit)`},
+		{"100ms, 0 retries", `"0 retries": want at least 1; no text says "never retry" (for a single attempt, call once, without a retry loop), and with the clause left out the text sets no limit on retries (retry.Do then stops after 5, unless another limit is set)`},
 		{"100ms, -2 retries", `"-2 retries"`},
 		{"100ms, 2.5 retries", `"2.5 retries": want a whole number`},
 		{"100ms, 99999999999999999999 retries", `"99999999999999999999 retries"`},

@@ -455,8 +455,10 @@ func TestPolicyFlagAndJSON(t *testing.T) {
 	if p.Schedule.MaxRetries != 7 || p.Schedule.Curve.JitterMode != backoff.JitterDecorrelated {
 		t.Errorf("flag.TextVar: %v", p)
 	}
-	if err := fs.Parse([]string{"-retry", "50ms, 0 retries"}); err == nil {
-		t.Errorf("flag with 0 retries: no error")
+	// "0 retries" cannot mean none; the error says what leaving it out
+	// means for Do, not only "no limit", which here is 5 retries.
+	if err := fs.Parse([]string{"-retry", "50ms, 0 retries"}); err == nil || !strings.Contains(err.Error(), "retry.Do then stops after 5") || strings.Contains(err.Error(), "out for no limit)") {
+		t.Errorf("flag with 0 retries: %v, want an error that says Do's default of 5", err)
 	}
 	var config struct{ Retry retry.Policy }
 	if err := json.Unmarshal([]byte(`{"Retry": "1s, 2 retries"}`), &config); err != nil || config.Retry.Schedule.MaxRetries != 2 {
