@@ -92,8 +92,9 @@ func (m JitterMode) MarshalText() ([]byte, error) {
 	return nil, fmt.Errorf("backoff: undefined jitter mode %d", uint8(m))
 }
 
-// errModeName names the accepted spellings once, for UnmarshalText.
-var errModeName = errors.New(`want one of "full", "equal", "decorrelated", "additive", "none", "symmetric"`)
+// errModeName names the accepted spellings once, for UnmarshalText: those
+// of modeNames, the one list of the names.
+var errModeName = errors.New(`want one of "` + strings.Join(modeNames[:], `", "`) + `"`)
 
 // UnmarshalText implements [encoding.TextUnmarshaler]: it accepts the six
 // names String gives, in any case, and leaves m unchanged with an error

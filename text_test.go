@@ -45,7 +45,7 @@ func TestJitterModeText(t *testing.T) {
 	for _, s := range []string{"", "unknown", "ful", "full ", "jitter", "0"} {
 		m := JitterEqual
 		err := m.UnmarshalText([]byte(s))
-		if err == nil || m != JitterEqual || !strings.Contains(err.Error(), "decorrelated") {
+		if err == nil || m != JitterEqual || !strings.HasSuffix(err.Error(), `: want one of "full", "equal", "decorrelated", "additive", "none", "symmetric"`) {
 			t.Errorf("UnmarshalText(%q) = %v, %v, want JitterEqual unchanged and an error naming the modes", s, m, err)
 		}
 	}
