@@ -227,11 +227,10 @@ type policyParser struct {
 
 // A fault is where a production stopped: what it wanted, and the bytes it
 // could not read, text[at.pos:at.end] (at.s as read); an empty span is a
-// part missing there. i is the index of the token it stopped in.
+// part missing there.
 type fault struct {
 	want want
 	at   token
-	i    int
 }
 
 // want is what a production wanted where it stopped.
@@ -258,9 +257,6 @@ const (
 	wantLimit                  // a duration before "of waiting"
 )
 
-// fault returns the fault at t, the token or part of one at index i.
-func (p *policyParser) fault(w want, t token, i int) *fault { return &fault{w, t, i} }
-
 // span returns a token for the bytes from..to, for a fault that quotes
 // more than one token, or none (from == to: a part missing there).
 func span(from, to int) token { return token{pos: from, end: to} }
@@ -269,7 +265,7 @@ func span(from, to int) token { return token{pos: from, end: to} }
 // waiting), in any order, each at most once.
 func (p *policyParser) policy() *fault {
 	if len(p.toks) == 0 {
-		return p.fault(wantText, span(0, len(p.text)), 0)
+		return &fault{wantText, span(0, 0)}
 	}
 	if f := p.curve(); f != nil {
 		return f
@@ -277,13 +273,12 @@ func (p *policyParser) policy() *fault {
 	var seen [3]bool // jitter, retries, waiting
 	for p.i < len(p.toks) {
 		if sep := p.next(); sep.s != "," {
-			return p.fault(wantComma, span(sep.pos, len(p.text)), p.i-1)
+			return &fault{wantComma, span(sep.pos, len(p.text))}
 		}
 		first, ok := p.peek()
 		if !ok {
-			return p.fault(wantClause, span(len(p.text), len(p.text)), p.i)
+			return &fault{wantClause, span(len(p.text), len(p.text))}
 		}
-		start := p.i
 		clause, f := 0, (*fault)(nil)
 		switch second, _ := p.peekAt(1); {
 		case isWord(second.s, "of"):
@@ -297,7 +292,7 @@ func (p *policyParser) policy() *fault {
 			return f
 		}
 		if seen[clause] {
-			return p.fault(wantOnce, span(first.pos, p.end()), start)
+			return &fault{wantOnce, span(first.pos, p.end())}
 		}
 		seen[clause] = true
 	}
@@ -318,7 +313,7 @@ func (p *policyParser) curve() *fault {
 	if i := strings.IndexAny(t.s, "xX"); i > 0 {
 		base, mult, hasMult = token{t.s[:i], t.pos, t.pos + i}, token{t.s[i+1:], t.pos + i + 1, t.end}, true
 	}
-	d, f := p.duration(wantBase, base, 0)
+	d, f := duration(wantBase, base)
 	if f != nil {
 		return f
 	}
@@ -337,14 +332,14 @@ func (p *policyParser) curve() *fault {
 		if mult.s == "" {
 			n, ok := p.peek()
 			if !ok {
-				return p.fault(wantMultiplier, span(len(p.text), len(p.text)), p.i)
+				return &fault{wantMultiplier, span(len(p.text), len(p.text))}
 			}
 			p.i++
 			mult = n
 		}
 		m, err := strconv.ParseFloat(mult.s, 64)
 		if err != nil || !(m >= 1) {
-			return p.fault(wantMultiplier, mult, p.i-1)
+			return &fault{wantMultiplier, mult}
 		}
 		v.Multiplier = m
 	}
@@ -371,23 +366,22 @@ func (p *policyParser) ceiling() *fault {
 		if ok {
 			end = to.end // quote the word that stands where "to" should
 		}
-		return p.fault(wantTo, span(n.pos, end), p.i-1)
+		return &fault{wantTo, span(n.pos, end)}
 	}
 	p.i++
 	c, ok := p.peek()
 	if !ok {
-		return p.fault(wantCeiling, span(len(p.text), len(p.text)), p.i)
+		return &fault{wantCeiling, span(len(p.text), len(p.text))}
 	}
 	p.i++
-	d, f := p.duration(wantCeiling, c, p.i-1)
+	d, f := duration(wantCeiling, c)
 	if f != nil {
 		return f
 	}
-	if d < v.BaseDelay {
-		v.MaxDelay = d // for explain, which shows it
-		return p.fault(wantHigher, span(n.pos, c.end), p.i-1)
-	}
 	v.MaxDelay = d
+	if d < v.BaseDelay {
+		return &fault{wantHigher, span(n.pos, c.end)} // explain shows both
+	}
 	return nil
 }
 
@@ -398,14 +392,14 @@ func (p *policyParser) jitter() *fault {
 	name := p.next()
 	mode, ok := jitterMode(name.s)
 	if !ok {
-		return p.fault(wantJitter, name, p.i-1)
+		return &fault{wantJitter, name}
 	}
 	if w, ok := p.peek(); !ok || !isWord(w.s, "jitter") {
 		end := name.end
 		if ok && w.s != "," {
 			end = w.end // quote the word that stands where "jitter" should
 		}
-		return p.fault(wantJitterWord, token{name.s, name.pos, end}, p.i-1)
+		return &fault{wantJitterWord, token{name.s, name.pos, end}}
 	}
 	p.i++
 	v.JitterMode, v.Jitter = mode, 0
@@ -414,12 +408,12 @@ func (p *policyParser) jitter() *fault {
 	}
 	f, ok := p.peek()
 	if !ok || f.s == "," {
-		return p.fault(wantFraction, span(p.end(), p.end()), p.i)
+		return &fault{wantFraction, span(p.end(), p.end())}
 	}
 	p.i++
 	j, err := strconv.ParseFloat(f.s, 64)
 	if err != nil || !(j >= 0 && j <= 1) {
-		return p.fault(wantFraction, f, p.i-1)
+		return &fault{wantFraction, f}
 	}
 	v.Jitter = j
 	return nil
@@ -427,7 +421,6 @@ func (p *policyParser) jitter() *fault {
 
 // retries reads: n " retries", n ≥ 1 ("retry" is read too, whatever n).
 func (p *policyParser) retries() *fault {
-	start := p.i
 	t := p.next()
 	word := ""
 	if w, ok := p.peek(); ok && w.s != "," {
@@ -438,13 +431,13 @@ func (p *policyParser) retries() *fault {
 	r, err := strconv.Atoi(t.s)
 	switch {
 	case !isWord(word, "retries") && !isWord(word, "retry"):
-		return p.fault(wantRetries, clause, start)
+		return &fault{wantRetries, clause}
 	case !p.schedule:
-		return p.fault(wantSchedule, clause, start)
+		return &fault{wantSchedule, clause}
 	case err != nil:
-		return p.fault(wantWhole, clause, start)
+		return &fault{wantWhole, clause}
 	case r < 1:
-		return p.fault(wantOne, clause, start)
+		return &fault{wantOne, clause}
 	}
 	p.out.retries = r
 	return nil
@@ -452,20 +445,19 @@ func (p *policyParser) retries() *fault {
 
 // waiting reads: duration " of waiting".
 func (p *policyParser) waiting() *fault {
-	start := p.i
 	t := p.next()
 	p.i++ // "of"
 	if w, ok := p.peek(); !ok || !isWord(w.s, "waiting") {
 		if ok && w.s != "," {
 			p.i++ // quote the word that stands where "waiting" should
 		}
-		return p.fault(wantWaiting, span(t.pos, p.end()), start)
+		return &fault{wantWaiting, span(t.pos, p.end())}
 	}
 	p.i++
 	if !p.schedule {
-		return p.fault(wantSchedule, span(t.pos, p.end()), start)
+		return &fault{wantSchedule, span(t.pos, p.end())}
 	}
-	d, f := p.duration(wantLimit, t, start)
+	d, f := duration(wantLimit, t)
 	if f != nil {
 		return f
 	}
@@ -473,12 +465,12 @@ func (p *policyParser) waiting() *fault {
 	return nil
 }
 
-// duration reads t, token i or part of it, as a duration above zero, with
-// its unit in any case.
-func (p *policyParser) duration(w want, t token, i int) (time.Duration, *fault) {
+// duration reads t, a token or part of one, as a duration above zero, with
+// its unit in any case; w is what it stands for.
+func duration(w want, t token) (time.Duration, *fault) {
 	d, err := time.ParseDuration(strings.ToLower(t.s))
 	if err != nil || d <= 0 {
-		return 0, p.fault(w, t, i)
+		return 0, &fault{w, t}
 	}
 	return d, nil
 }
@@ -504,67 +496,64 @@ func (p *policyParser) end() int { return p.toks[p.i-1].end }
 // explain returns the error for a fault: the text, what could not be read
 // and what was wanted there, with a hint where one directs, and the form.
 func (p *policyParser) explain(f *fault) error {
-	q := p.quote(f.at.pos, f.at.end)
-	missing := f.at.pos == f.at.end
-	c := p.out.curve
+	q, c := p.quote(f.at.pos, f.at.end), p.out.curve
 	var msg string
-	switch f.want {
-	case wantText:
-		msg = "empty"
-	case wantBase:
+	switch w := f.want; {
+	case f.at.pos == f.at.end && absent[w] != "":
+		msg = absent[w]
+	case quoted[w] != "":
+		msg = fmt.Sprintf(quoted[w], q)
+	case w == wantBase:
 		msg = p.curveMissing()
 		if msg == "" {
 			msg = notDuration(q, f.at.s, `a base wait such as 100ms, or "no wait"`)
 		}
-	case wantMultiplier:
-		msg = fmt.Sprintf("multiplier %q: want a number ≥ 1, such as 2 or 1.5", q)
-		if missing {
-			msg = "nothing after ×: want a multiplier such as 2"
-		}
-	case wantTo:
-		msg = fmt.Sprintf(`%q: want "up to" and a ceiling such as 30s`, q)
-	case wantCeiling:
+	case w == wantCeiling:
 		msg = notDuration(q, f.at.s, "a ceiling such as 30s (or leave it out for none)")
-		if missing {
-			msg = `nothing after "up to": want a ceiling such as 30s`
-		}
-	case wantHigher:
-		msg = fmt.Sprintf(`%q: a ceiling below the base wait makes every wait %v; did you mean "%v up to %v"?`, q, c.MaxDelay, c.MaxDelay, c.BaseDelay)
-	case wantComma:
-		msg = fmt.Sprintf("cannot read %q: want a comma before the next clause", q)
-	case wantClause:
-		msg = "nothing after the last comma"
-	case wantOnce:
-		msg = fmt.Sprintf("%q: a clause given twice", q)
-	case wantJitter:
-		msg = p.unknownJitter(q, f.at.s)
-	case wantJitterWord:
-		msg = fmt.Sprintf(`%q: want "%s jitter"`, q, strings.ToLower(f.at.s))
-	case wantFraction:
-		msg = fmt.Sprintf("%s jitter fraction %q: want a number in [0, 1], such as 0.2", c.JitterMode, q)
-		if missing {
-			msg = fmt.Sprintf(`%s jitter needs a fraction in [0, 1], such as "%s jitter 0.2"`, c.JitterMode, c.JitterMode)
-		}
-	case wantRetries:
-		msg = p.notRetries(q, f.i)
-	case wantSchedule:
-		msg = fmt.Sprintf("%q: a Schedule's limit, not part of a Value", q)
-	case wantWhole:
-		msg = fmt.Sprintf(`%q: want a whole number of retries, such as "5 retries"`, q)
-	case wantOne:
-		// Truthful in every container: left out, a Schedule has no limit,
-		// and retry.Do, on a Schedule with no limit at all, its own 5.
-		msg = fmt.Sprintf(`%q: want at least 1; no text says "never retry" (for a single attempt, call once, without a retry loop), and with the clause left out the text sets no limit on retries (retry.Do then stops after 5, unless another limit is set)`, q)
-	case wantWaiting:
-		msg = fmt.Sprintf(`%q: want a limit such as "1m0s of waiting"`, q)
-	case wantLimit:
+	case w == wantLimit:
 		msg = notDuration(q, f.at.s, "a limit on the waiting such as 1m0s (or leave the clause out for none)")
+	case w == wantHigher:
+		msg = fmt.Sprintf(`%q: a ceiling below the base wait makes every wait %v; did you mean "%v up to %v"?`, q, c.MaxDelay, c.MaxDelay, c.BaseDelay)
+	case w == wantJitter:
+		msg = p.unknownJitter(q, f.at.s)
+	case w == wantJitterWord:
+		msg = fmt.Sprintf(`%q: want "%s jitter"`, q, strings.ToLower(f.at.s))
+	case w == wantFraction && f.at.pos == f.at.end:
+		msg = fmt.Sprintf(`%s jitter needs a fraction in [0, 1], such as "%s jitter 0.2"`, c.JitterMode, c.JitterMode)
+	case w == wantFraction:
+		msg = fmt.Sprintf("%s jitter fraction %q: want a number in [0, 1], such as 0.2", c.JitterMode, q)
+	case w == wantRetries:
+		msg = p.notRetries(q, p.tokenAt(f.at.pos))
 	}
 	form := valueForm
 	if p.schedule {
 		form = scheduleForm
 	}
 	return fmt.Errorf("backoff: policy %q: %s (the form: %q)", p.quote(0, len(p.text)), msg, form)
+}
+
+// absent says what a fault wanted where nothing was, for the wants whose
+// message needs no more; indexed by every want (wantLimit is the last).
+var absent = [wantLimit + 1]string{
+	wantText:       "empty",
+	wantMultiplier: "nothing after ×: want a multiplier such as 2",
+	wantCeiling:    `nothing after "up to": want a ceiling such as 30s`,
+	wantClause:     "nothing after the last comma",
+}
+
+// quoted says what a fault wanted of the part it quotes (the %q), for the
+// wants whose message needs no more.
+var quoted = [wantLimit + 1]string{
+	wantMultiplier: "multiplier %q: want a number ≥ 1, such as 2 or 1.5",
+	wantTo:         `%q: want "up to" and a ceiling such as 30s`,
+	wantComma:      "cannot read %q: want a comma before the next clause",
+	wantOnce:       "%q: a clause given twice",
+	wantSchedule:   "%q: a Schedule's limit, not part of a Value",
+	wantWhole:      `%q: want a whole number of retries, such as "5 retries"`,
+	// Truthful in every container: left out, a Schedule has no limit, and
+	// retry.Do, on a Schedule with no limit at all, its own 5.
+	wantOne:     `%q: want at least 1; no text says "never retry" (for a single attempt, call once, without a retry loop), and with the clause left out the text sets no limit on retries (retry.Do then stops after 5, unless another limit is set)`,
+	wantWaiting: `%q: want a limit such as "1m0s of waiting"`,
 }
 
 // notDuration says why s, quoted as q, is not a duration above zero: it
@@ -641,6 +630,12 @@ func (p *policyParser) unknownJitter(q, word string) string {
 		return fmt.Sprintf(`unknown word %q: want a jitter (%s), "N retries" or "D of waiting"`, q, jitterNames())
 	}
 	return fmt.Sprintf("unknown word %q: want a jitter (%s)", q, jitterNames())
+}
+
+// tokenAt returns the index of the first token that ends after pos: the
+// token at pos, or the next one.
+func (p *policyParser) tokenAt(pos int) int {
+	return sort.Search(len(p.toks), func(i int) bool { return p.toks[i].end > pos })
 }
 
 // notRetries is the error for a number, token i, not followed by
@@ -762,7 +757,7 @@ func (p *policyParser) quote(from, to int) string {
 	if to-from <= quoteMost {
 		return p.text[from:to]
 	}
-	i := sort.Search(len(p.toks), func(i int) bool { return p.toks[i].end > from })
+	i := p.tokenAt(from)
 	end := to
 	if i < len(p.toks) {
 		end = min(p.toks[i].end, to)
