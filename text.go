@@ -313,11 +313,9 @@ func (p *policyParser) curve() *fault {
 	if i := strings.IndexAny(t.s, "xX"); i > 0 {
 		base, mult, hasMult = token{t.s[:i], t.pos, t.pos + i}, token{t.s[i+1:], t.pos + i + 1, t.end}, true
 	}
-	d, f := duration(wantBase, base)
-	if f != nil {
+	if f := duration(wantBase, base, &v.BaseDelay); f != nil {
 		return f
 	}
-	v.BaseDelay = d
 	if n, ok := p.peek(); ok && !hasMult {
 		switch {
 		case n.s == "×" || n.s == "*":
@@ -330,12 +328,8 @@ func (p *policyParser) curve() *fault {
 	}
 	if hasMult {
 		if mult.s == "" {
-			n, ok := p.peek()
-			if !ok {
-				return &fault{wantMultiplier, span(len(p.text), len(p.text))}
-			}
+			mult, _ = p.peek() // none is an empty span: nothing after ×
 			p.i++
-			mult = n
 		}
 		m, err := strconv.ParseFloat(mult.s, 64)
 		if err != nil || !(m >= 1) {
@@ -369,17 +363,12 @@ func (p *policyParser) ceiling() *fault {
 		return &fault{wantTo, span(n.pos, end)}
 	}
 	p.i++
-	c, ok := p.peek()
-	if !ok {
-		return &fault{wantCeiling, span(len(p.text), len(p.text))}
-	}
+	c, _ := p.peek() // none is an empty span: nothing after "up to"
 	p.i++
-	d, f := duration(wantCeiling, c)
-	if f != nil {
+	if f := duration(wantCeiling, c, &v.MaxDelay); f != nil {
 		return f
 	}
-	v.MaxDelay = d
-	if d < v.BaseDelay {
+	if v.MaxDelay < v.BaseDelay {
 		return &fault{wantHigher, span(n.pos, c.end)} // explain shows both
 	}
 	return nil
@@ -457,22 +446,19 @@ func (p *policyParser) waiting() *fault {
 	if !p.schedule {
 		return &fault{wantSchedule, span(t.pos, p.end())}
 	}
-	d, f := duration(wantLimit, t)
-	if f != nil {
-		return f
-	}
-	p.out.waiting = d
-	return nil
+	return duration(wantLimit, t, &p.out.waiting)
 }
 
-// duration reads t, a token or part of one, as a duration above zero, with
-// its unit in any case; w is what it stands for.
-func duration(w want, t token) (time.Duration, *fault) {
-	d, err := time.ParseDuration(strings.ToLower(t.s))
-	if err != nil || d <= 0 {
-		return 0, &fault{w, t}
+// duration reads t, a token or part of one, into d: a duration above
+// zero, with its unit in any case. w is what it stands for; d is left as
+// it was on a fault.
+func duration(w want, t token, d *time.Duration) *fault {
+	v, err := time.ParseDuration(strings.ToLower(t.s))
+	if err != nil || v <= 0 {
+		return &fault{w, t}
 	}
-	return d, nil
+	*d = v
+	return nil
 }
 
 func (p *policyParser) next() token {
@@ -533,8 +519,8 @@ func (p *policyParser) explain(f *fault) error {
 }
 
 // absent says what a fault wanted where nothing was, for the wants whose
-// message needs no more; indexed by every want (wantLimit is the last).
-var absent = [wantLimit + 1]string{
+// message needs no more.
+var absent = map[want]string{
 	wantText:       "empty",
 	wantMultiplier: "nothing after ×: want a multiplier such as 2",
 	wantCeiling:    `nothing after "up to": want a ceiling such as 30s`,
@@ -543,7 +529,7 @@ var absent = [wantLimit + 1]string{
 
 // quoted says what a fault wanted of the part it quotes (the %q), for the
 // wants whose message needs no more.
-var quoted = [wantLimit + 1]string{
+var quoted = map[want]string{
 	wantMultiplier: "multiplier %q: want a number ≥ 1, such as 2 or 1.5",
 	wantTo:         `%q: want "up to" and a ceiling such as 30s`,
 	wantComma:      "cannot read %q: want a comma before the next clause",
@@ -642,8 +628,8 @@ func (p *policyParser) tokenAt(pos int) int {
 // "retries": the clause, quoted as q, counted in attempts, a near miss of
 // "retries", or something else.
 func (p *policyParser) notRetries(q string, i int) string {
-	n, word := p.toks[i], ""
-	if i+1 < len(p.toks) && p.toks[i+1].s != "," {
+	n, word := p.toks[i], "" // a word, or "," or none: not "retries"
+	if i+1 < len(p.toks) {
 		word = strings.ToLower(p.toks[i+1].s)
 	}
 	r, err := strconv.Atoi(n.s)
@@ -678,7 +664,7 @@ func retriesWord(n int) string {
 
 // jitterMode returns the mode a jitter clause names, in any case: a name
 // of modeNames, except JitterNone's "none", whose clause is "no jitter".
-func jitterMode(name string) (JitterMode, bool) {
+func jitterMode(name string) (mode JitterMode, ok bool) {
 	if isWord(name, "no") {
 		return JitterNone, true
 	}
@@ -687,7 +673,7 @@ func jitterMode(name string) (JitterMode, bool) {
 			return JitterMode(m), true
 		}
 	}
-	return 0, false
+	return
 }
 
 // jitterNames lists the jitters a clause names, from modeNames: "full,
