@@ -186,6 +186,7 @@ func TestPolicyTextAccepted(t *testing.T) {
 		{"100 ms x 2 up to 30 s", "100ms×2 up to 30s, full jitter"},
 		{"1 m 30 s ×3 up to 1 H", "1m30s×3 up to 1h0m0s, full jitter"},
 		{"1.5 s×1.5", "1.5s×1.5 uncapped, full jitter"},
+		{"+1 s", "1s×2 uncapped, full jitter"},
 		{"500 µs up to 2 ms", "500µs×2 up to 2ms, full jitter"},
 	}
 	for _, tt := range tests {
@@ -273,7 +274,14 @@ func TestPolicyTextRejected(t *testing.T) {
 		{"100ms up to 30s uncapped", `cannot read "uncapped"`},
 		{"100ms×2×3", `cannot read "×3"`},
 		{"100ms full jitter", `cannot read "full jitter": want a comma`},
-		{"100ms, fulll jitter", `unknown word "fulll"`},
+		{"100ms, fulll jitter", `unknown word "fulll": did you mean "full"? (a jitter is full, equal, decorrelated, additive, symmetric or no jitter)`},
+		{"100msx0.5", `multiplier "0.5": want a number ≥ 1`},
+		{"100ms x0.5", `multiplier "0.5": want a number ≥ 1`},
+		{"100ms, 0 attempts", `"0 attempts": the limit counts retries, which leave out the first call: write the attempts less one`},
+		{"5 ATTEMPTS", `the curve is missing: a policy starts with a base wait such as 100ms (or "no wait"), and the retries follow it after a comma, as in "100ms, 5 retries"; "5 ATTEMPTS": the limit counts retries, which leave out the first call: 5 attempts are "4 retries"`},
+		{"100ms,5 retires", `unknown word "retires": did you mean "5 retries"?`},
+		{".s", `".s" is not a duration above zero`},
+		{"-1 s", `"-1 s" is not a duration above zero`},
 		{"100ms, none jitter", `unknown word "none"`},
 		{"100ms, full", `"full": want "full jitter"`},
 		{"100ms, full jitters", `"full jitters": want "full jitter"`},
@@ -387,6 +395,11 @@ func TestPolicyTextErrorBounded(t *testing.T) {
 		{z + "z" + z, z + "…" + z + `"`},
 		{z[1:] + "é" + z, z[1:] + "…" + z + `"`},               // é is not cut in two at the head
 		{z + z[1:] + "é" + z[2:], z + "…" + "é" + z[2:] + `"`}, // nor at the tail
+		{z[3:] + "😀" + z + z[:8], z[3:] + "…" + z + `"`},       // nor a rune of 4 bytes
+		{z[2:] + "é\x80" + z + z[:8], z[2:] + "é…" + z + `"`},  // a stray byte after a rune is cut alone
+		{z + z + " jitter", z + z + ` …"`},                     // a token of 64 bytes is quoted whole
+		{z + z + "z jitter", z + "…" + z + ` …"`},              // a longer one by its ends
+		{z + z[4:] + " abc def", z + z[4:] + ` abc …"`},        // whole tokens up to byte 64
 	} {
 		var v Value
 		if err := v.UnmarshalText([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), `policy "`+tt.quoted) {
@@ -850,6 +863,24 @@ func TestPolicyTextExplicitValues(t *testing.T) {
 	} {
 		if got := tt.v.String(); got != tt.want {
 			t.Errorf("%#v.String() = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
+
+// TestPolicyTextQuoteEdges: the part an error quotes starts at its first
+// token even right after a comma, and a cut after whole tokens stops at the
+// text's last token.
+func TestPolicyTextQuoteEdges(t *testing.T) {
+	x := strings.Repeat("x", 32)
+	clauses := "100ms×2 up to 30s, full jitter, 5 retries, 1m0s of waiting"
+	for _, tt := range []struct{ in, contains string }{
+		{"100ms," + x + x + "x jitter", `unknown word "` + x + "…" + x + `"`},
+		{"1s, full jitter extra words" + strings.Repeat(" ", 80), `cannot read "extra words …"`},
+		{clauses + " extra " + strings.Repeat("words ", 20), `cannot read "extra words words words words words words words words words …"`},
+	} {
+		var s Schedule
+		if err := s.UnmarshalText([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.contains) {
+			t.Errorf("Schedule.UnmarshalText(%q) = %v, want an error containing %s", tt.in, err, tt.contains)
 		}
 	}
 }
