@@ -42,7 +42,11 @@ const (
 	// least half the curve.
 	JitterEqual
 	// JitterDecorrelated draws the wait uniformly from
-	// [BaseDelay, min(MaxDelay, 3×previous)], as [Decorrelate] does.
+	// [BaseDelay, min(MaxDelay, 3×previous)], as [Decorrelate] does. A
+	// [Schedule] feeds back the wait it drew before, so its waits grow by
+	// the draws and it does not read Multiplier; [Value.Delay], which has
+	// no memory, stands the curve's previous step in for that wait, and so
+	// reads Multiplier.
 	JitterDecorrelated
 	// JitterAdditive widens the grown wait by up to a fraction Jitter of
 	// itself, as [Widen] does, keeping the whole spread under MaxDelay.
@@ -88,8 +92,9 @@ func (m JitterMode) MarshalText() ([]byte, error) {
 	return nil, fmt.Errorf("backoff: undefined jitter mode %d", uint8(m))
 }
 
-// errModeName names the accepted spellings once, for UnmarshalText.
-var errModeName = errors.New(`want one of "full", "equal", "decorrelated", "additive", "none", "symmetric"`)
+// errModeName names the accepted spellings once, for UnmarshalText: those
+// of modeNames, the one list of the names.
+var errModeName = errors.New(`want one of "` + strings.Join(modeNames[:], `", "`) + `"`)
 
 // UnmarshalText implements [encoding.TextUnmarshaler]: it accepts the six
 // names String gives, in any case, and leaves m unchanged with an error
@@ -119,7 +124,7 @@ type Value struct {
 	MaxDelay time.Duration
 	// Multiplier is the growth per attempt, normalised by NormalMultiplier:
 	// zero (or anything below 1, or NaN) doubles; exactly 1 is a constant
-	// wait.
+	// wait. A Schedule with JitterDecorrelated does not read it.
 	Multiplier float64
 	// Jitter is the fraction JitterAdditive widens by, and JitterSymmetric
 	// spreads by either side, normalised by NormalJitter into [0, 1]. The

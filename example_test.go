@@ -217,7 +217,7 @@ func ExampleValue_UnmarshalText() {
 	// 100ms×2 up to 30s, full jitter
 	// 1.5s×1.5 up to 1m30s, additive jitter 0.2
 	// 250ms×2 uncapped, no jitter
-	// backoff: policy "100ms, full jitter, 3 retries": "3 retries": retries are a Schedule's limit, not part of a Value (the form: "100ms×2 up to 30s, full jitter")
+	// backoff: policy "100ms, full jitter, 3 retries": "3 retries": a Schedule's limit, not part of a Value (the form: "100ms×2 up to 30s, full jitter")
 	// backoff: policy "100ms×0.5 up to 30s": multiplier "0.5": want a number ≥ 1, such as 2 or 1.5 (the form: "100ms×2 up to 30s, full jitter")
 }
 

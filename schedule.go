@@ -25,7 +25,8 @@ import (
 // goroutine its own Rand, or leave Rand nil.
 type Schedule struct {
 	// Curve gives the waits. With JitterDecorrelated, Schedule runs the real
-	// decorrelated loop: each wait is drawn from the one it handed out before.
+	// decorrelated loop: each wait is drawn from the one it handed out
+	// before, up to 3× it, and Curve.Multiplier is not read.
 	Curve Value
 	// MaxRetries, when above zero, is how many waits Next hands out before
 	// it reports false. Zero or less is no limit.

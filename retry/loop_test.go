@@ -309,11 +309,14 @@ func TestPolicyText(t *testing.T) {
 		t.Errorf("UnmarshalText changed what is not text: %+v", p)
 	}
 	before := p.String()
-	if err := p.UnmarshalText([]byte("1s, fulll jitter")); err == nil || !strings.Contains(err.Error(), "fulll") {
-		t.Errorf("UnmarshalText(typo) = %v, want an error quoting it", err)
-	}
-	if p.String() != before {
-		t.Errorf("bad text changed the Policy: %q", p.String())
+	// A typo, and text that is not UTF-8 (which panicked: issue 21).
+	for _, text := range []string{"1s, fulll jitter", strings.Repeat("\xb5", 41)} {
+		if err := p.UnmarshalText([]byte(text)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", text)[1:10]) {
+			t.Errorf("UnmarshalText(%q) = %v, want an error quoting it", text, err)
+		}
+		if p.String() != before {
+			t.Errorf("UnmarshalText(%q) changed the Policy: %q", text, p.String())
+		}
 	}
 	// "no wait" reads as a Policy that never waits, not as the zero Curve,
 	// which means the default.
@@ -344,6 +347,54 @@ func TestPolicyText(t *testing.T) {
 		p := retry.Policy{Schedule: backoff.Schedule{Curve: tt.curve, MaxRetries: 2}}
 		if got := p.String(); got != tt.want+", 2 retries" {
 			t.Errorf("Policy with Curve %+v: String() = %q, want %q", tt.curve, got, tt.want+", 2 retries")
+		}
+	}
+}
+
+// TestPolicyTextSameWaitsEverywhere is issue 21's eleventh fault: a text
+// read by backoff.Schedule and put in a Policy waited by the Policy's
+// defaults where the text left a zero ("no wait, 3 retries" waited
+// "200ms×2 up to 30s"; "20s, no jitter, 3 retries" was held at 30s). The
+// same text gives the same waits in the Schedule, in a Policy that holds
+// that Schedule, and in a Policy that read it, in virtual time.
+func TestPolicyTextSameWaitsEverywhere(t *testing.T) {
+	for _, tt := range []struct {
+		text  string
+		waits []time.Duration
+	}{
+		{"no wait, 3 retries", []time.Duration{0, 0, 0}},
+		{"20s, no jitter, 3 retries", []time.Duration{20 * time.Second, 40 * time.Second, 80 * time.Second}},
+	} {
+		var s backoff.Schedule
+		var read retry.Policy
+		if err := s.UnmarshalText([]byte(tt.text)); err != nil {
+			t.Fatal(err)
+		}
+		if err := read.UnmarshalText([]byte(tt.text)); err != nil {
+			t.Fatal(err)
+		}
+		policies := map[string]retry.Policy{"a Policy holding it": {Schedule: s}, "a Policy reading it": read}
+		var own []time.Duration
+		for d, ok := s.Next(); ok; d, ok = s.Next() {
+			own = append(own, d)
+		}
+		if fmt.Sprint(own) != fmt.Sprint(tt.waits) {
+			t.Errorf("%q: the Schedule waits %v, want %v", tt.text, own, tt.waits)
+		}
+		for name, p := range policies {
+			if p.String() != s.String() {
+				t.Errorf("%q in %s: String() = %q, want the Schedule's %q", tt.text, name, p.String(), s.String())
+			}
+			t.Run(tt.text+" in "+name, func(t *testing.T) { // synctest.Test ends the test it fails
+				synctest.Test(t, func(t *testing.T) {
+					var waits []time.Duration
+					p.OnRetry = func(e retry.Event) { waits = append(waits, e.Wait) }
+					_ = retry.Do(context.Background(), p, func(context.Context) error { return errFault })
+					if fmt.Sprint(waits) != fmt.Sprint(tt.waits) {
+						t.Errorf("%q in %s: Do waits %v, want %v", tt.text, name, waits, tt.waits)
+					}
+				})
+			})
 		}
 	}
 }
@@ -404,8 +455,10 @@ func TestPolicyFlagAndJSON(t *testing.T) {
 	if p.Schedule.MaxRetries != 7 || p.Schedule.Curve.JitterMode != backoff.JitterDecorrelated {
 		t.Errorf("flag.TextVar: %v", p)
 	}
-	if err := fs.Parse([]string{"-retry", "50ms, 0 retries"}); err == nil {
-		t.Errorf("flag with 0 retries: no error")
+	// "0 retries" cannot mean none; the error says what leaving it out
+	// means for Do, not only "no limit", which here is 5 retries.
+	if err := fs.Parse([]string{"-retry", "50ms, 0 retries"}); err == nil || !strings.Contains(err.Error(), "retry.Do then stops after 5") || strings.Contains(err.Error(), "out for no limit)") {
+		t.Errorf("flag with 0 retries: %v, want an error that says Do's default of 5", err)
 	}
 	var config struct{ Retry retry.Policy }
 	if err := json.Unmarshal([]byte(`{"Retry": "1s, 2 retries"}`), &config); err != nil || config.Retry.Schedule.MaxRetries != 2 {

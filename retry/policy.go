@@ -2,7 +2,6 @@ package retry
 
 import (
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/unherd/backoff"
@@ -25,6 +24,8 @@ type Policy struct {
 	// rather than nothing, in a tight loop. A Policy that never waits says
 	// so, with a negative BaseDelay ("no wait" in its text); one with no
 	// ceiling has a MaxDelay of math.MaxInt64, or a negative one ("uncapped").
+	// A Schedule read from policy text sets neither to zero, so it waits
+	// here as it waits alone.
 	//
 	// Do and DoValue on a Schedule with no limit at all (MaxRetries ≤ 0,
 	// MaxElapsed ≤ 0, zero Deadline) stop after 5 retries (6 attempts):
@@ -100,9 +101,6 @@ func (p *Policy) schedule(bounded bool) backoff.Schedule {
 func (p Policy) String() string {
 	s := p.Schedule
 	s.Curve = p.curve()
-	if s.Curve.MaxDelay == math.MaxInt64 {
-		s.Curve.MaxDelay = 0 // the calculator's "uncapped"
-	}
 	return s.String()
 }
 
@@ -116,24 +114,12 @@ func (p Policy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 // and leaves Retryable, OnRetry, Logger and Budget as they were. A bad line
 // is an error that quotes it, and leaves p unchanged.
 //
-// What String wrote reads back as a Policy with the same waits: "no wait"
-// as a negative BaseDelay, a Policy that never waits (not the zero Curve,
-// which means the default), and "uncapped", or no ceiling written, as a
-// MaxDelay of math.MaxInt64 (not a zero one, which means 30s).
-func (p *Policy) UnmarshalText(b []byte) error {
-	s := p.Schedule
-	if err := s.UnmarshalText(b); err != nil {
-		return err
-	}
-	switch {
-	case s.Curve.BaseDelay == 0:
-		s.Curve.BaseDelay = -1
-	case s.Curve.MaxDelay == 0:
-		s.Curve.MaxDelay = math.MaxInt64
-	}
-	p.Schedule = s
-	return nil
-}
+// The text waits as it says, here as in a backoff.Schedule, which sets no
+// field to a zero this Policy would read as its default: "no wait" is a
+// negative BaseDelay (a Policy that never waits), and "uncapped", or no
+// ceiling written, a MaxDelay of math.MaxInt64 (not 30s). So what String
+// wrote reads back as a Policy with the same waits.
+func (p *Policy) UnmarshalText(b []byte) error { return p.Schedule.UnmarshalText(b) }
 
 // Event describes one retry, for Policy.OnRetry: it is passed before each
 // wait, never after the final attempt.
