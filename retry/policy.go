@@ -16,6 +16,19 @@ import (
 // at once, unless Schedule.Rand is set (a [math/rand/v2.Rand] is not safe for
 // concurrent use: leave it nil, or give each goroutine its own Policy).
 type Policy struct {
+	// Name, when set, counts every call of Do and DoValue made with this
+	// Policy, and every Loop made from it, in [Stats] under this name:
+	// their outcomes, attempts, waits and why they stopped. The empty Name
+	// counts nothing, and costs nothing. A call that succeeds at once adds
+	// one atomic add to Do, and no allocation.
+	Name string
+
+	// Host, with a Name, counts the calls in a row of the name's own for
+	// this host, the dependency they call (httpretry sets it to each
+	// request's host); the name's counts are its rows' together. Without
+	// a Name it is not read.
+	Host string
+
 	// Schedule gives the waits and the limits. Each zero field of its Curve
 	// takes the default curve's, "200ms×2 up to 30s, full jitter": a zero
 	// BaseDelay is 200ms and a zero MaxDelay 30s (a zero Multiplier already
@@ -49,6 +62,13 @@ type Policy struct {
 	// attributes attempts, elapsed, err and cause, each when set). Nil logs
 	// nothing.
 	Logger *slog.Logger
+
+	// OnDone, when set, is called once as each call ends, in the caller's
+	// goroutine: as Do or DoValue returns, with its outcome, attempts,
+	// elapsed time, last error and cause (see [Done]); and for a Loop at
+	// each Reset and when Wait returns false. Metrics and traces hang here,
+	// beside OnRetry.
+	OnDone func(Done)
 
 	// Budget, when set, bounds the retries of every call whose Policy
 	// points to it, together (see [Budget]): a retry it refuses ends Do at

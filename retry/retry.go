@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/internal/stats"
 )
 
 // The mistakes Do, DoValue, Sleep and a Loop report instead of panicking.
@@ -108,6 +109,9 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 	err := fn(ctx)
 	if err == nil {
 		p.earn()
+		if p.Name != "" || p.OnDone != nil {
+			p.ended(SucceededAtOnce, 1, start, -1, nil, nil)
+		}
 		return nil
 	}
 	return retrying(ctx, &p, fn, start, err)
@@ -141,6 +145,10 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 	s := p.schedule(true)
 	deadline, hasDeadline := ctx.Deadline()
 	hooked := p.OnRetry != nil || p.Logger != nil
+	var row *stats.Row // p.Name's: it counts each wait as waited
+	if p.Name != "" {
+		row = p.row()
+	}
 	var timer *time.Timer
 	attempts, attemptStart := 1, start
 	for {
@@ -155,7 +163,7 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 			return p.giveUp(ctx, err, attempts, start, s.Err())
 		}
 		var now time.Time
-		if hasDeadline || hooked {
+		if hasDeadline || hooked || row != nil {
 			now = time.Now()
 		}
 		if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
@@ -167,7 +175,11 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		if hooked { // 6
 			p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
 		}
-		if cause := sleep(ctx, &timer, wait); cause != nil {
+		cause := sleep(ctx, &timer, wait)
+		if row != nil {
+			row.Waited(time.Since(now))
+		}
+		if cause != nil {
 			return p.giveUp(ctx, err, attempts, start, cause)
 		}
 		attempts++
@@ -178,6 +190,9 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		}
 		if err = fn(ctx); err == nil {
 			p.earn()
+			if p.Name != "" || p.OnDone != nil {
+				p.ended(SucceededAfterRetries, attempts, start, -1, nil, nil)
+			}
 			return nil
 		}
 	}
@@ -271,6 +286,9 @@ func (p *Policy) notify(ctx context.Context, e Event) {
 // giveUp builds the Error that ends a sequence, and logs it.
 func (p *Policy) giveUp(ctx context.Context, err error, attempts int, start time.Time, cause error) error {
 	e := &Error{Err: err, Attempts: attempts, Elapsed: time.Since(start), Cause: cause}
+	if p.Name != "" || p.OnDone != nil {
+		p.ended(outcome(attempts), attempts, start, e.Elapsed, err, cause)
+	}
 	if p.Logger != nil && p.Logger.Enabled(ctx, slog.LevelWarn) {
 		attrs := [4]slog.Attr{slog.Int("attempts", e.Attempts), slog.Duration("elapsed", e.Elapsed)}
 		n := 2

@@ -1,0 +1,136 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/internal/stats"
+)
+
+// Stats is the process-wide table of the calls made under a Policy.Name:
+// for each name (and, for httpretry, each host), the calls by outcome, the
+// attempts, the waits and the time waited, the calls that failed by why,
+// and the budget's tokens as a gauge. A Policy with a Name counts in it
+// with nothing else to set up; one without counts nothing. Read it as
+// values ([Table.Of], [Table.Each], for an exporter), or as JSON by its
+// String method, so that
+//
+//	expvar.Publish("retry", retry.Stats)
+//
+// shows it at /debug/vars. This package does not import expvar itself:
+// importing it registers /debug/vars on http.DefaultServeMux in every
+// program that imports the package, which is the program's choice to make.
+// A name keeps its rows, and its counts only grow, for the life of the
+// process; a name counts at most 1,024 hosts apart, and the rest together
+// under the host "other".
+var Stats = stats.Default
+
+// Table is the type of [Stats].
+type Table = stats.Table
+
+// Counts are the counts of one name, or of one name and host: see [Stats].
+type Counts = stats.Counts
+
+// GaveUp counts the calls that failed, by why they stopped.
+type GaveUp = stats.GaveUp
+
+// Outcome is how a call ended, as resilience4j's retry.calls counts them
+// by kind.
+type Outcome uint8
+
+const (
+	SucceededAtOnce       Outcome = iota // successful_without_retry
+	SucceededAfterRetries                // successful_with_retry
+	FailedWithoutRetry                   // failed_without_retry
+	FailedAfterRetries                   // failed_with_retry
+)
+
+var outcomeNames = [...]string{
+	SucceededAtOnce:       "successful_without_retry",
+	SucceededAfterRetries: "successful_with_retry",
+	FailedWithoutRetry:    "failed_without_retry",
+	FailedAfterRetries:    "failed_with_retry",
+}
+
+// String returns the outcome's name, as resilience4j writes its kind:
+// "successful_without_retry", "successful_with_retry",
+// "failed_without_retry" or "failed_with_retry"; "unknown" for another
+// value.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Done describes how a call ended, for Policy.OnDone: once for each Do and
+// DoValue as it returns, and for a Loop at each Reset (a run that
+// succeeded) and when Wait returns false.
+type Done struct {
+	Outcome  Outcome
+	Attempts int           // how many times fn was called (a Loop: Wait returned true)
+	Elapsed  time.Duration // from the start to the end, wall clock
+	Err      error         // the last error fn returned; nil after a success, and from a Loop
+	Cause    error         // why it stopped, as Error.Cause; nil after a success
+}
+
+// ended counts a call's end under p.Name, and tells p.OnDone. It reads the
+// clock only for OnDone or for a call that did not succeed at once, whose
+// time the table counts; took is that time when the caller has it, or
+// -1.
+func (p *Policy) ended(outcome Outcome, attempts int, start time.Time, took time.Duration, err, cause error) {
+	if took < 0 && (p.OnDone != nil || outcome != SucceededAtOnce) {
+		took = time.Since(start)
+	}
+	if p.Name != "" {
+		r := p.row()
+		if outcome == SucceededAtOnce {
+			r.SucceededAtOnce()
+		} else {
+			r.Done(int(outcome), attempts, took, causeOf(cause, outcome))
+		}
+	}
+	if p.OnDone != nil {
+		p.OnDone(Done{Outcome: outcome, Attempts: attempts, Elapsed: took, Err: err, Cause: cause})
+	}
+}
+
+// row is p's row in the table, with its Budget as the row's gauge.
+func (p *Policy) row() *stats.Row {
+	r := stats.Default.Row(p.Name, p.Host)
+	if p.Budget != nil {
+		r.Budget(p.Budget)
+	}
+	return r
+}
+
+// outcome is the outcome of a call that gave up after attempts.
+func outcome(attempts int) Outcome {
+	if attempts > 1 {
+		return FailedAfterRetries
+	}
+	return FailedWithoutRetry
+}
+
+// causeOf sorts why a call stopped for the table.
+func causeOf(cause error, o Outcome) int {
+	switch {
+	case o == SucceededAtOnce || o == SucceededAfterRetries:
+		return stats.NoCause
+	case cause == nil:
+		return stats.NotRetryable
+	case cause == backoff.ErrMaxRetries:
+		return stats.MaxRetries
+	case cause == backoff.ErrMaxElapsed:
+		return stats.MaxElapsed
+	case cause == backoff.ErrDeadline:
+		return stats.Deadline
+	case cause == ErrBudget:
+		return stats.Budget
+	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
+		return stats.Context
+	}
+	return stats.Context // a cause of the context's own, set by WithCancelCause
+}
