@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -430,7 +431,7 @@ func TestStorm(t *testing.T) {
 	}
 }
 
-var sweep = flag.Bool("sweep", false, "run TestStormSweep: every regime, and docs/storm.svg")
+var sweep = flag.Bool("sweep", false, "run the long sweeps: TestStormSweep (every regime, and docs/storm.svg), TestStormRuns, TestBudgetHealthySweep")
 
 // stormRegimes are the regimes of the sweep: the reference, then each
 // setting varied alone, for 10 instances and for 100.
@@ -502,6 +503,108 @@ func TestStormSweep(t *testing.T) {
 			byName["unherd/backoff httpretry, defaults"].recoveredString(), target, byName["unherd/backoff httpretry, Budget{Burst: 1}"].recoveredString(), down, unbudgeted)
 	}
 	fmt.Println(summary.String())
+}
+
+// stormRatioArms are httpretry with a Budget of each of healthyRatios for
+// each client instance: what raising Ratio costs in the storm.
+func stormRatioArms() []stormArm {
+	var arms []stormArm
+	for _, r := range healthyRatios {
+		arms = append(arms, stormArm{fmt.Sprintf("unherd/backoff httpretry, Budget{Ratio: %g}", r), true, func(conn http.RoundTripper) func(context.Context) bool {
+			client := &http.Client{Transport: &httpretry.Transport{Base: conn, Policy: retry.Policy{Budget: &retry.Budget{Ratio: r}}}}
+			return func(ctx context.Context) bool { return get200(ctx, client) }
+		}})
+	}
+	return arms
+}
+
+// stormRuns is how many times TestStormRuns runs each cell.
+const stormRuns = 5
+
+// stormCell is one arm in one regime, run stormRuns times from stormSeed.
+type stormCell struct {
+	back          []time.Duration // sorted; never is math.MaxInt64
+	during, after []float64       // sorted
+}
+
+func runStormCell(t *testing.T, cfg StormConfig, arm stormArm) stormCell {
+	var c stormCell
+	for range stormRuns {
+		r := runStorm(t, cfg, arm, stormSeed).row(arm.name)
+		d := time.Duration(math.MaxInt64)
+		if r.recovers {
+			d = r.recovered
+		}
+		c.back, c.during, c.after = append(c.back, d), append(c.during, r.during), append(c.after, r.after)
+	}
+	slices.Sort(c.back)
+	slices.Sort(c.during)
+	slices.Sort(c.after)
+	return c
+}
+
+func showBack(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "never"
+	}
+	return fmt.Sprint(d)
+}
+
+// median is the median time back, with the range over the runs when
+// they differ: "41s" or "42s (41s–44s)".
+func (c stormCell) median() string {
+	lo, mid, hi := c.back[0], c.back[len(c.back)/2], c.back[len(c.back)-1]
+	if lo == hi {
+		return showBack(mid)
+	}
+	return fmt.Sprintf("%s (%s–%s)", showBack(mid), showBack(lo), showBack(hi))
+}
+
+// TestStormRuns runs each cell stormRuns times from the same seed: the
+// arrivals are the same every run, and what changes is the jitter, drawn
+// from math/rand/v2's package-level source, which cannot be seeded
+// (httpretry's, cenkalti's, failsafe-go's). It prints two tables, each
+// cell the median time back with the range over the runs where they
+// differ: every arm, and Budget{Ratio: r} for each of healthyRatios, in
+// the reference regime with 10 instances and with 100; then every regime
+// of the sweep for the arms that recover, the Ratios among them. So it
+// measures both how much a sweep cell moves from run to run and what
+// raising Ratio costs in the storm. Minutes; run it with -sweep.
+func TestStormRuns(t *testing.T) {
+	if !*sweep {
+		t.Skip("minutes: run with -sweep")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "The reference regime, each cell run %d times from seed %d: the median, and the range when the runs differ.\n\n", stormRuns, stormSeed)
+	b.WriteString("| client | 10 instances: back to 95% after the drop | attempts per call, during the drop | after it | 100 instances: back after | attempts, during | after |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, arm := range append(slices.Clone(stormArms), stormRatioArms()...) {
+		fmt.Fprintf(&b, "| %s |", arm.name)
+		for _, instances := range []int{10, 100} {
+			cfg := stormReference
+			cfg.Instances = instances
+			c := runStormCell(t, cfg, arm)
+			fmt.Fprintf(&b, " %s | %.2f | %.2f |", c.median(), c.during[stormRuns/2], c.after[stormRuns/2])
+		}
+		b.WriteString("\n")
+	}
+	fmt.Println(b.String())
+
+	byName := map[string]stormArm{}
+	for _, arm := range append(slices.Clone(stormArms), stormRatioArms()...) {
+		byName[strings.TrimPrefix(arm.name, "unherd/backoff httpretry, ")] = arm
+	}
+	cols := []string{"no retries", "defaults", "Budget{Ratio: 0.2}", "Budget{Ratio: 0.5}", "Budget{Ratio: 1}", "Budget{Burst: 1}"}
+	b.Reset()
+	fmt.Fprintf(&b, "Every regime, time back to 95%% after the drop, each cell run %d times from seed %d: the median, and the range when the runs differ.\n\n", stormRuns, stormSeed)
+	b.WriteString("| instances | regime | " + strings.Join(cols, " | ") + " |\n|--:|---|" + strings.Repeat("--:|", len(cols)) + "\n")
+	for _, cfg := range stormRegimes() {
+		fmt.Fprintf(&b, "| %d | %s |", cfg.Instances, cfg.regime())
+		for _, col := range cols {
+			fmt.Fprintf(&b, " %s |", runStormCell(t, cfg, byName[col]).median())
+		}
+		b.WriteString("\n")
+	}
+	fmt.Println(b.String())
 }
 
 // regime names what sets c apart from the reference.
@@ -649,49 +752,137 @@ func (f flakyConn) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 }
 
+// healthyRatios are the Budget.Ratio values the healthy curve
+// (TestBudgetHealthySweep) and the storm's cost of them (TestStormRuns)
+// are measured for, beside the default, 0.1.
+var healthyRatios = []float64{0.2, 0.5, 1}
+
+// healthyArm is one client setup of the healthy curve: budget gives each
+// client instance its Budget.
+type healthyArm struct {
+	name   string
+	budget func() *retry.Budget
+}
+
+func healthyArms() []healthyArm {
+	arms := []healthyArm{{"the default budget", func() *retry.Budget { return &retry.Budget{} }}}
+	for _, r := range healthyRatios {
+		arms = append(arms, healthyArm{fmt.Sprintf("`Budget{Ratio: %g}`", r), func() *retry.Budget { return &retry.Budget{Ratio: r} }})
+	}
+	return append(arms, healthyArm{"`NoBudget`", func() *retry.Budget { return httpretry.NoBudget() }})
+}
+
+const healthyInstances, healthyRate, healthyCalls = 10, 80.0, 12000
+
+// runHealthy sends healthyCalls calls from healthyInstances clients at
+// healthyRate a second in all (Poisson, seeded) to a dependency with no
+// overload whose attempts fail at probability p (flakyConn), each through
+// httpretry with the default Policy and its client's Budget from budget,
+// and counts the calls that succeeded and those the budget ended.
+//
+// Everything is drawn from seeds: the arrivals, each attempt's fate, and
+// each call's jitter, from a Schedule.Rand of its own (a *rand.Rand is not
+// safe for concurrent use, so each call has its own Transport; they share
+// their client's Budget, as one Transport's calls to one host share the
+// Budget it keeps for that host: the zero Budget is that one). So every
+// arm meets the same failures, and a run repeats to the call.
+func runHealthy(t *testing.T, p float64, budget func() *retry.Budget) (ok int, refused int) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		refusals := &countRefusals{}
+		logger := slog.New(refusals)
+		t0 := time.Now()
+		for i := range healthyInstances {
+			conn := flakyConn{p: p, seed: stormSeed}
+			b := budget()
+			arrivals := rand.New(rand.NewPCG(stormSeed, uint64(i)))
+			wg.Go(func() {
+				for range healthyCalls / healthyInstances {
+					time.Sleep(time.Duration(arrivals.ExpFloat64() / (healthyRate / healthyInstances) * float64(time.Second)))
+					c := &stormCall{at: time.Since(t0)<<4 | time.Duration(i)} // a key per call, the same for every arm
+					policy := retry.Policy{Budget: b, Logger: logger}
+					policy.Schedule.Rand = rand.New(rand.NewPCG(stormSeed, uint64(c.at)))
+					client := &http.Client{Transport: &httpretry.Transport{Base: conn, Policy: policy}}
+					wg.Go(func() {
+						ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), flakyKey{}, c), 10*time.Second)
+						defer cancel()
+						if get200(ctx, client) {
+							mu.Lock()
+							ok++
+							mu.Unlock()
+						}
+					})
+				}
+			})
+		}
+		wg.Wait()
+		refused = refusals.n
+	})
+	return ok, refused
+}
+
 // TestBudgetHealthy is the other side of the trade: a dependency with no
-// overload that fails 5% of attempts at random, 12,000 calls from 10
-// clients at 80 a second. With the default budget per host, no retry is
-// refused, and as many calls succeed as with NoBudget (within 0.1
-// percentage point: here, all of them).
+// overload, 12,000 calls from 10 clients at 80 a second, every draw seeded.
+// When 5% of attempts fail at random, the default budget refuses no retry,
+// and as many calls succeed as with NoBudget (within 0.1 percentage point:
+// here, all of them). When 20% fail, the default falls well short: a
+// call needs 0.25 retries on average and earns 0.1, and however the draws
+// fall, 10 clients' budgets pay at most 10 × (10 + 0.1 × 1,200) = 1,300
+// retries for the 2,400 or so calls whose first attempt fails. A Ratio of
+// 0.5 does not fall short there. TestBudgetHealthySweep draws the whole
+// curve.
 func TestBudgetHealthy(t *testing.T) {
-	const instances, rate, calls = 10, 80.0, 12000
-	run := func(budget *retry.Budget) (ok int, refused int) {
-		synctest.Test(t, func(t *testing.T) {
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			refusals := &countRefusals{}
-			t0 := time.Now()
-			for i := range instances {
-				conn := flakyConn{p: 0.05, seed: stormSeed}
-				client := &http.Client{Transport: &httpretry.Transport{Base: conn, Policy: retry.Policy{Budget: budget, Logger: slog.New(refusals)}}}
-				arrivals := rand.New(rand.NewPCG(stormSeed, uint64(i)))
-				wg.Go(func() {
-					for range calls / instances {
-						time.Sleep(time.Duration(arrivals.ExpFloat64() / (rate / instances) * float64(time.Second)))
-						c := &stormCall{at: time.Since(t0)<<4 | time.Duration(i)} // a key per call, the same for every arm
-						wg.Go(func() {
-							ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), flakyKey{}, c), 10*time.Second)
-							defer cancel()
-							if get200(ctx, client) {
-								mu.Lock()
-								ok++
-								mu.Unlock()
-							}
-						})
-					}
-				})
+	defaultBudget := func() *retry.Budget { return &retry.Budget{} }
+	noBudget := func() *retry.Budget { return httpretry.NoBudget() }
+	okDefault, refusedDefault := runHealthy(t, 0.05, defaultBudget)
+	okNone, refusedNone := runHealthy(t, 0.05, noBudget)
+	fmt.Printf("5%% of attempts failing, %d calls: the default budget: %d succeeded, %d retries refused; NoBudget: %d succeeded, %d refused\n",
+		healthyCalls, okDefault, refusedDefault, okNone, refusedNone)
+	if refusedDefault != 0 || math.Abs(float64(okDefault-okNone)) > 0.001*healthyCalls {
+		t.Errorf("5%% failing, the default budget: %d succeeded, %d refused; NoBudget: %d succeeded; want no refusal and the same within 0.1 point", okDefault, refusedDefault, okNone)
+	}
+	okDefault, refusedDefault = runHealthy(t, 0.2, defaultBudget)
+	okHalf, refusedHalf := runHealthy(t, 0.2, func() *retry.Budget { return &retry.Budget{Ratio: 0.5} })
+	okNone, _ = runHealthy(t, 0.2, noBudget)
+	fmt.Printf("20%% of attempts failing: the default budget: %d succeeded, %d refused; Budget{Ratio: 0.5}: %d succeeded, %d refused; NoBudget: %d succeeded\n",
+		okDefault, refusedDefault, okHalf, refusedHalf, okNone)
+	if okDefault > okNone-healthyCalls/20 {
+		t.Errorf("20%% failing, the default budget: %d succeeded, %d refused; NoBudget: %d; want the default 5 points short or more", okDefault, refusedDefault, okNone)
+	}
+	if math.Abs(float64(okHalf-okNone)) > 0.001*healthyCalls {
+		t.Errorf("20%% failing, Budget{Ratio: 0.5}: %d succeeded, %d refused; NoBudget: %d; want the same within 0.1 point", okHalf, refusedHalf, okNone)
+	}
+}
+
+// TestBudgetHealthySweep draws the healthy curve: the share of calls that
+// succeed, and the calls the budget ended, as the failing share of
+// attempts grows from 5% to 50%, for the default budget, NoBudget and a
+// Budget with each of healthyRatios. Every draw is seeded (runHealthy), so
+// it prints the same table every run. Seconds; run it with -sweep.
+func TestBudgetHealthySweep(t *testing.T) {
+	if !*sweep {
+		t.Skip("run with -sweep")
+	}
+	arms := healthyArms()
+	var b strings.Builder
+	b.WriteString("| attempts failing |")
+	for _, arm := range arms {
+		fmt.Fprintf(&b, " %s |", arm.name)
+	}
+	b.WriteString("\n|--:|" + strings.Repeat("--:|", len(arms)) + "\n")
+	for _, p := range []float64{0.05, 0.10, 0.15, 0.20, 0.30, 0.40, 0.50} {
+		fmt.Fprintf(&b, "| %g%% |", 100*p)
+		for _, arm := range arms {
+			ok, refused := runHealthy(t, p, arm.budget)
+			if arm.name == "`NoBudget`" {
+				fmt.Fprintf(&b, " %.1f%% |", 100*float64(ok)/healthyCalls)
+			} else {
+				fmt.Fprintf(&b, " %.1f%% (%d) |", 100*float64(ok)/healthyCalls, refused)
 			}
-			wg.Wait()
-			refused = refusals.n
-		})
-		return ok, refused
+		}
+		b.WriteString("\n")
 	}
-	okDefault, refusedDefault := run(nil)
-	okNone, refusedNone := run(httpretry.NoBudget())
-	fmt.Printf("5%% of attempts failing, %d calls: the default budget per host: %d succeeded, %d retries refused; NoBudget: %d succeeded, %d refused\n",
-		calls, okDefault, refusedDefault, okNone, refusedNone)
-	if refusedDefault != 0 || math.Abs(float64(okDefault-okNone)) > 0.001*calls {
-		t.Fatalf("the default budget: %d succeeded, %d refused; NoBudget: %d succeeded; want no refusal and the same within 0.1 point", okDefault, refusedDefault, okNone)
-	}
+	fmt.Printf("%d calls from %d clients at %.0f a second, each attempt failing at random; httpretry's default Policy (5 retries), a Budget for each client; seed %d. Each cell: the calls that succeeded (the calls the budget ended).\n\n%s",
+		healthyCalls, healthyInstances, healthyRate, stormSeed, b.String())
 }

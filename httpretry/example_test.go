@@ -17,11 +17,11 @@ import (
 	"github.com/unherd/backoff/retry"
 )
 
-// flaky answers 503 once, then 200 "hello".
+// flaky answers 503 twice, then 200 "hello".
 func flaky() *httptest.Server {
 	var calls atomic.Int32
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
+		if calls.Add(1) <= 2 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -29,11 +29,9 @@ func flaky() *httptest.Server {
 	}))
 }
 
-// A client against a server that answers 503 once, then 200. The wait
-// here is a few milliseconds, drawn from "5ms×2 up to 50ms, full jitter";
-// the zero Policy's are 200ms×2 up to 30s. (A new client holds one retry
-// for each host, and earns more as its requests there succeed: see
-// retry.Budget.)
+// A client against a server that answers 503 twice, then 200. The waits
+// here are a few milliseconds, drawn from "5ms×2 up to 50ms, full jitter";
+// the zero Policy's are 200ms×2 up to 30s.
 func ExampleTransport() {
 	server := flaky()
 	defer server.Close()
@@ -52,6 +50,7 @@ func ExampleTransport() {
 	fmt.Println(resp.Status, string(body))
 	// Output:
 	// attempt 1: 503 Service Unavailable; retrying
+	// attempt 2: 503 Service Unavailable; retrying
 	// 200 OK hello
 }
 
@@ -136,9 +135,8 @@ func ExampleDefaultRetryable() {
 }
 
 // The budget per host, against a server that answers 503 to everything:
-// the default budget gives this new client's requests the one retry it
-// holds for the host, then returns each 503 at once, as nothing succeeds
-// to earn more; NoBudget retries every request 5 times.
+// the default budget gives this client's requests 10 retries in all, then
+// returns each 503 at once; NoBudget retries every request 5 times.
 func ExampleNoBudget() {
 	var hits atomic.Int32
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +163,7 @@ func ExampleNoBudget() {
 		fmt.Println("requests sent for each of 4 calls:", sent)
 	}
 	// Output:
-	// requests sent for each of 4 calls: [2 1 1 1]
+	// requests sent for each of 4 calls: [6 6 1 1]
 	// requests sent for each of 4 calls: [6 6 6 6]
 }
 

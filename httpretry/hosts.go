@@ -82,10 +82,11 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func() *V) *V {
 	return v
 }
 
-// full reports whether b holds at least what a new Budget holds, its
-// Burst of 1, and so can be forgotten at no cost but the retries it saved
-// beyond that, which the host's next requests earn again.
-func full(b *retry.Budget) bool { return b.Tokens() >= 1 }
+// full reports whether b holds less than a retry short of what a new one holds,
+// its Burst of 10 (which fades while no request earns), and so can be
+// forgotten at the cost of less than one retry more, should its host come
+// back.
+func full(b *retry.Budget) bool { return b.Tokens() > 9 }
 
 // never is the spare of a table with no value to prefer forgetting.
 func never[V any](*V) bool { return false }

@@ -111,17 +111,9 @@ func (s *server) gaps() []time.Duration {
 	return g
 }
 
-// constant waits d between attempts, exactly, up to n retries, with no
-// budget: the tests of the budget set one, or use perHost.
+// constant waits d between attempts, exactly, up to n retries.
 func constant(d time.Duration, n int) retry.Policy {
-	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: d, MaxDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}, Budget: httpretry.NoBudget()}
-}
-
-// perHost is constant with the Transport's budget per host.
-func perHost(d time.Duration, n int) retry.Policy {
-	p := constant(d, n)
-	p.Budget = nil
-	return p
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: d, MaxDelay: d, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: n}}
 }
 
 func get(t *testing.T, ctx context.Context, rt http.RoundTripper) (*http.Response, error) {
@@ -710,16 +702,8 @@ func TestNoGoroutineLeft(t *testing.T) {
 // retries 5 times.
 func TestZeroTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// A new host's budget holds one retry.
 		srv := newServer(s503, s503, s503, s503, s503, s503, s503)
 		resp, err := get(t, context.Background(), &httpretry.Transport{Base: srv})
-		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 2 {
-			t.Fatalf("zero Transport: %d requests, %v, %v; want 2 (the budget's one retry) and the last 503", len(srv.reqs), resp, err)
-		}
-		readAll(t, resp)
-		// With no budget, the zero Policy's 5 retries.
-		srv = newServer(s503, s503, s503, s503, s503, s503, s503)
-		resp, err = get(t, context.Background(), &httpretry.Transport{Base: srv, Policy: retry.Policy{Budget: httpretry.NoBudget()}})
 		if err != nil || resp.StatusCode != 503 || len(srv.reqs) != 6 {
 			t.Fatalf("zero Policy: %d requests, %v, %v; want 6 and the last 503", len(srv.reqs), resp, err)
 		}
@@ -1124,40 +1108,40 @@ func getURL(t *testing.T, rt http.RoundTripper, url string) *http.Response {
 	return resp
 }
 
-// TestBudgetPerHost: by default each host has a Budget of its own: a new
-// host that fails every request gets the one retry a new budget holds,
-// then none, while another host's rare failures are all retried; a
-// refused retry returns the last response as is.
+// TestBudgetPerHost: by default each host has a Budget of its own, 10
+// retries: a host that fails every request gets 10 retries from a client,
+// then none, while another host is still retried; a refused retry returns
+// the last response as is.
 func TestBudgetPerHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &hosts{answer: func(host string, n int) int {
-			if host == "down.example" || n%20 == 1 {
+			if host == "down.example" || n%2 == 1 {
 				return 503
 			}
 			return 200
 		}}
-		tr := &httpretry.Transport{Base: base, Policy: perHost(time.Second, 3)}
+		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 3)}
 		for range 10 {
 			if resp := getURL(t, tr, "http://down.example/"); resp.StatusCode != 503 {
 				t.Fatalf("a host that is down answered %d", resp.StatusCode)
 			}
 		}
-		// 10 requests, 1 retry in all: the new host's Burst, and no success
-		// to earn more.
-		if got := base.requests["down.example"]; got != 11 {
-			t.Fatalf("10 requests to a host that fails every one: %d sent, want 10 + the Budget's 1 retry", got)
+		// 10 requests, 10 retries in all: the first three requests took 3
+		// each, the fourth one, and the rest none.
+		if got := base.requests["down.example"]; got != 20 {
+			t.Fatalf("10 requests to a host that fails every one: %d sent, want 10 + the Budget's 10 retries", got)
 		}
 		start := time.Now()
 		if resp := getURL(t, tr, "http://down.example/"); resp.StatusCode != 503 || time.Since(start) != 0 {
 			t.Fatalf("a retry the Budget refuses: %d after %v; want the 503 as is, at once", resp.StatusCode, time.Since(start))
 		}
-		for range 40 {
+		for range 5 {
 			if resp := getURL(t, tr, "http://up.example/"); resp.StatusCode != 200 {
-				t.Fatalf("another host, failing one request in 20: %d, want its 200 after a retry", resp.StatusCode)
+				t.Fatalf("another host, failing every other request: %d, want its 200 after a retry", resp.StatusCode)
 			}
 		}
-		if got := base.requests["up.example"]; got != 43 {
-			t.Fatalf("40 requests to a host that fails one in 20: %d sent, want 43: each failure retried", got)
+		if got := base.requests["up.example"]; got != 10 {
+			t.Fatalf("5 requests to a host that fails every other one: %d sent, want 10", got)
 		}
 	})
 }
@@ -1167,16 +1151,16 @@ func TestBudgetPerHost(t *testing.T) {
 func TestBudgetHostKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &hosts{answer: func(string, int) int { return 503 }}
-		tr := &httpretry.Transport{Base: base, Policy: perHost(time.Second, 20)}
-		getURL(t, tr, "https://api.example/")     // its Burst's 1 retry, and the Budget is empty
+		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 20)}
+		getURL(t, tr, "https://api.example/")     // 10 retries, and the Budget is empty
 		getURL(t, tr, "https://API.example:443/") // the same host: no retry
-		getURL(t, tr, "http://api.example:80/x")  // another: 1 retry
+		getURL(t, tr, "http://api.example:80/x")  // another: 10 retries
 		getURL(t, tr, "http://api.example/y")     // the same as the last
-		getURL(t, tr, "https://[::1]:443/")       // another: 1 retry
+		getURL(t, tr, "https://[::1]:443/")       // another: 10 retries
 		getURL(t, tr, "https://[::1]/")           // the same as the last
-		// (The Base counts by URL.Host: https://api.example's 2 and
+		// (The Base counts by URL.Host: https://api.example's 11 and
 		// http://api.example/y's 1 fall together there.)
-		want := map[string]int{"api.example": 3, "API.example:443": 1, "api.example:80": 2, "[::1]:443": 2, "[::1]": 1}
+		want := map[string]int{"api.example": 12, "API.example:443": 1, "api.example:80": 11, "[::1]:443": 11, "[::1]": 1}
 		if fmt.Sprint(base.requests) != fmt.Sprint(want) {
 			t.Fatalf("requests sent %v, want %v", base.requests, want)
 		}
@@ -1273,8 +1257,8 @@ func TestBudgetEarning(t *testing.T) {
 		p.Budget = full
 		req, _ := http.NewRequest(http.MethodPost, "http://x.example/", strings.NewReader("v"))
 		(&httpretry.Transport{Base: fail, Policy: p}).RoundTrip(req)
-		if full.Tokens() != 1 {
-			t.Fatalf("a POST sent once to a failing host: %v tokens left, want 1", full.Tokens())
+		if full.Tokens() != 10 {
+			t.Fatalf("a POST sent once to a failing host: %v tokens left, want 10", full.Tokens())
 		}
 	})
 }

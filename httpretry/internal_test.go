@@ -66,8 +66,8 @@ func TestBudgetsForgetFullFirst(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://down/", nil)
 	tr.RoundTrip(req)
 	down := tr.budgets.m[hostKey{"http", "down", "80"}]
-	if down == nil || down.Tokens() != 0 {
-		t.Fatalf("a host that is down: budget %v, want one, with its 1 retry spent", down)
+	if down == nil || down.Tokens() != 9 {
+		t.Fatalf("a host that is down: budget %v, want one, with 9 retries left", down)
 	}
 	for i := range 5 * maxHosts {
 		req.URL.Host = "up" + strconv.Itoa(i)

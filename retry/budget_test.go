@@ -40,26 +40,26 @@ func drain(t *testing.T, b *retry.Budget) {
 	}
 }
 
-// TestBudgetDefaults: the zero Budget holds 1 retry, refuses the 2nd with
-// ErrBudget and the last error kept, and earns 0.1 a call that succeeds:
-// ten buy one whole retry, exactly. The room grows with the calls that
-// earned (at most Ratio × them, each fading by e every 10 seconds), and
-// shrinks back to Burst when they stop.
+// TestBudgetDefaults: the zero Budget holds 10 retries, refuses the 11th
+// with ErrBudget and the last error kept, and earns 0.1 a call that
+// succeeds: ten buy one whole retry, exactly. Its room grows with the calls
+// that earned (Ratio × them, each fading by e every 10 seconds), and fades
+// when they stop, the new Budget's 10 with it, to one retry.
 func TestBudgetDefaults(t *testing.T) {
 	synctest.Test(t, testBudgetDefaults)
 }
 
 func testBudgetDefaults(t *testing.T) {
 	var b retry.Budget
-	if got := b.Tokens(); got != 1 {
-		t.Fatalf("a new Budget holds %v, want 1", got)
+	if got := b.Tokens(); got != 10 {
+		t.Fatalf("a new Budget holds %v, want 10", got)
 	}
 	retries, err := bad(&b, 1000)
 	var e *retry.Error
-	if retries != 1 || !errors.As(err, &e) || e.Cause != retry.ErrBudget || e.Err != errFault || e.Attempts != 2 || b.Tokens() != 0 {
-		t.Fatalf("a failing call on a new Budget: %d retries, %v, %v left; want 1, then ErrBudget with the last error kept", retries, err, b.Tokens())
+	if retries != 10 || !errors.As(err, &e) || e.Cause != retry.ErrBudget || e.Err != errFault || e.Attempts != 11 || b.Tokens() != 0 {
+		t.Fatalf("a failing call on a new Budget: %d retries, %v, %v left; want 10, then ErrBudget with the last error kept", retries, err, b.Tokens())
 	}
-	if err.Error() != "retry: giving up after 2 attempts in 0s (retry: budget exhausted): connection refused" {
+	if err.Error() != "retry: giving up after 11 attempts in 0s (retry: budget exhausted): connection refused" {
 		t.Errorf("message %q", err)
 	}
 	for i := 1; i <= 10; i++ {
@@ -71,33 +71,50 @@ func testBudgetDefaults(t *testing.T) {
 	if retries, _ := bad(&b, 1000); retries != 1 {
 		t.Fatalf("ten successes at 0.1 bought %d retries, want exactly 1", retries)
 	}
-	// 200 more in the same instant: 210 calls have earned, room for 21;
-	// it holds the 20 they earned.
+	// 90 more in the same instant: 9 earned, within the new Budget's 10.
+	for range 90 {
+		good(&b)
+	}
+	if got := b.Tokens(); got != 9 {
+		t.Fatalf("after 100 successes: %v, want 9", got)
+	}
+	// 200 more: 300 calls have earned, room for 30; it holds the 29.
 	for range 200 {
 		good(&b)
 	}
-	if got := b.Tokens(); got != 20 {
-		t.Fatalf("after 200 successes more: %v, want 20", got)
+	if got := b.Tokens(); got != 29 {
+		t.Fatalf("after 300 successes: %v, want 29", got)
 	}
-	// 200 more: room for 41, and it holds the 40 earned.
-	for range 200 {
+	// 400 more: room for 70, and it holds 69.
+	for range 400 {
 		good(&b)
 	}
-	if got := b.Tokens(); got != 40 {
-		t.Fatalf("after 400 successes: %v, want 40", got)
+	if got := b.Tokens(); got != 69 {
+		t.Fatalf("after 700 successes: %v, want 69", got)
 	}
-	// Ten seconds without a call: the 410 weigh 410/e, room for 15.083.
+	// Ten seconds without a call: the 700 weigh 700/e, room for 25.751.
 	time.Sleep(10 * time.Second)
-	if got, want := b.Tokens(), math.Floor(41000/math.E)/1000; got != want {
+	if got, want := b.Tokens(), math.Floor(70000/math.E)/1000; got != want {
 		t.Fatalf("10s after the last success: %v, want %v", got, want)
 	}
-	// A minute: room for Burst again, and no more.
+	// A minute more: room for one retry, and no more.
 	time.Sleep(time.Minute)
 	if got := b.Tokens(); got != 1 {
-		t.Fatalf("70s after the last success: %v, want Burst, 1", got)
+		t.Fatalf("70s after the last success: %v, want 1", got)
 	}
 	if retries, _ := bad(&b, 1000); retries != 1 || b.Tokens() != 0 {
-		t.Fatalf("a Budget back at Burst: %d retries, %v left; want 1, 0", retries, b.Tokens())
+		t.Fatalf("a Budget back at its least room: %d retries, %v left; want 1, 0", retries, b.Tokens())
+	}
+	// A new Budget left alone: its 10 fade, by e every 10 seconds, to 1.
+	var idle retry.Budget
+	idle.Tokens()
+	time.Sleep(10 * time.Second)
+	if got, want := idle.Tokens(), math.Floor(10000/math.E)/1000; got != want {
+		t.Fatalf("a new Budget 10s later: %v, want %v", got, want)
+	}
+	time.Sleep(time.Minute)
+	if got := idle.Tokens(); got != 1 {
+		t.Fatalf("a new Budget 70s later: %v, want 1", got)
 	}
 	// The last thousandth is earned too.
 	thin := &retry.Budget{Ratio: 0.001, Burst: 1}
@@ -124,26 +141,26 @@ func TestBudgetFields(t *testing.T) {
 		retries int     // of a failing call allowed 100
 		earned  float64 // by one success, after
 	}{
-		{&retry.Budget{}, 1, 1, 0.1},
+		{&retry.Budget{}, 10, 10, 0.1},
 		{&retry.Budget{Burst: 3, Ratio: 0.25}, 3, 3, 0.25},
 		{&retry.Budget{Burst: 2.5}, 2.5, 2, 0.1},
 		{&retry.Budget{Burst: 1.0004}, 1, 1, 0.1},
 		{&retry.Budget{Burst: 0.9999}, 1, 1, 0.1},
 		{&retry.Budget{Burst: 0.999}, 0.999, 0, 0}, // full: nothing to earn
-		{&retry.Budget{Burst: -1}, 0, 0, 0.1},      // no floor: the one call's room
+		{&retry.Budget{Burst: -1}, 0, 0, 0.1},      // no room of its own: the one call's
 		{&retry.Budget{Burst: math.NaN()}, 0, 0, 0.1},
-		{&retry.Budget{Ratio: -1}, 1, 1, 0},
-		{&retry.Budget{Ratio: math.NaN()}, 1, 1, 0},
-		{&retry.Budget{Ratio: 0.0004}, 1, 1, 0},
-		{&retry.Budget{Ratio: 0.0005}, 1, 1, 0.001},
+		{&retry.Budget{Ratio: -1}, 10, 10, 0},
+		{&retry.Budget{Ratio: math.NaN()}, 10, 10, 0},
+		{&retry.Budget{Ratio: 0.0004}, 10, 10, 0},
+		{&retry.Budget{Ratio: 0.0005}, 10, 10, 0.001},
 		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, most},
-		{&retry.Budget{PerSecond: -5}, 1, 1, 0.1},
+		{&retry.Budget{PerSecond: -5}, 10, 10, 0.1},
 		{&retry.Budget{Burst: math.Inf(1)}, math.Inf(1), 100, 0},
 		{&retry.Budget{Burst: 1e300}, math.Inf(1), 100, 0},
-		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0}, // about the largest Burst counted, 2^52 thousandths: full
+		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0.1}, // about the largest Burst counted, 2^52 thousandths
 		{&retry.Budget{Burst: 4.51e12}, math.Inf(1), 100, 0},
 		{&retry.Budget{Burst: -0.5}, 0, 0, 0.1},
-		{&retry.Budget{Ratio: -0.5}, 1, 1, 0},
+		{&retry.Budget{Ratio: -0.5}, 10, 10, 0},
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			b, name := tt.b, fields(tt.b)
@@ -274,7 +291,7 @@ func TestBudgetSpentLast(t *testing.T) {
 			}
 		}
 		ctx, cancel2 := context.WithCancel(context.Background())
-		go func() { time.Sleep(30 * time.Minute); cancel2() }()
+		go func() { time.Sleep(time.Millisecond); cancel2() }()
 		retry.Do(ctx, retry.Policy{Schedule: constant(time.Hour, 3), Budget: b}, fail)
 		if b.Tokens() != 4 {
 			t.Fatalf("a wait cut short: %v tokens left, want 4: the retry was taken, and not given back", b.Tokens())
@@ -283,9 +300,9 @@ func TestBudgetSpentLast(t *testing.T) {
 }
 
 // TestBudgetBound: over any interval from a to a+T, the retries a Budget
-// allows are at most max(Burst, Ratio × the calls that earned before a) +
-// PerSecond×T + Ratio × the calls that earned in it, exactly, in
-// thousandths, for random runs of calls at random moments of virtual
+// allows are at most max(Burst, Ratio × the calls that earned before a +
+// PerSecond × 10s) + PerSecond×T + Ratio × the calls that earned in it,
+// exactly, in thousandths, for random runs of calls at random moments of virtual
 // time; and what it holds is never above max(Burst, Ratio × the calls
 // that earned, each weighing e^(−age/10s)), for calls evenly spread.
 func TestBudgetBound(t *testing.T) {
@@ -326,7 +343,7 @@ func TestBudgetBound(t *testing.T) {
 				}
 				return int64(math.Round(max(x, 0) * 1000))
 			}
-			burst, ratio, rate := milli(b.Burst, 1), milli(b.Ratio, 0.1), milli(b.PerSecond, 0)
+			burst, ratio, rate := milli(b.Burst, 10), milli(b.Ratio, 0.1), milli(b.PerSecond, 0)
 			var before int64 // the calls that earned before event i
 			for i := range events {
 				var retries, earned int64
@@ -336,7 +353,7 @@ func TestBudgetBound(t *testing.T) {
 						earned++
 					}
 					// The calls of [i, j] lie in an interval of length at - at_i.
-					bound := max(burst, ratio*before) + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned
+					bound := max(burst, ratio*before+10*rate) + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned
 					if 1000*retries > bound {
 						t.Fatalf("%s: calls %d to %d, over %v: %d retries allowed, more than the bound %.3f", fields(b), i, j, events[j].at-events[i].at, retries, float64(bound)/1000)
 					}
@@ -378,16 +395,16 @@ func TestBudgetPerSecond(t *testing.T) {
 			t.Fatalf("750ms at 2/s: %v, want 1.5", got)
 		}
 		time.Sleep(time.Hour)
-		if got := b.Tokens(); got != 3 {
-			t.Fatalf("an hour at 2/s: %v, want Burst, 3", got)
+		if got := b.Tokens(); got != 20 {
+			t.Fatalf("an hour at 2/s: %v, want what 10s of it earns, 20", got)
 		}
 		// A refill too large to count, a huge PerSecond over hours, fills
-		// the Budget, and no more.
+		// the Budget to the most it counts, 2^52 thousandths, and no more.
 		huge := &retry.Budget{Ratio: -1, Burst: 3, PerSecond: 1e12}
 		drain(t, huge)
 		time.Sleep(10 * time.Hour)
-		if got := huge.Tokens(); got != 3 {
-			t.Fatalf("10 hours at 1e12/s: %v, want Burst, 3", got)
+		if got := huge.Tokens(); got != float64(1<<52)/1000 {
+			t.Fatalf("10 hours at 1e12/s: %v, want 2^52 thousandths", got)
 		}
 		// 0.001 a second, read every 100ms: each read earns a tenth of a
 		// thousandth, which is kept, so that 1000 seconds earn one retry.
