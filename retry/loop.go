@@ -23,7 +23,9 @@ import (
 //	return loop.Err()
 //
 // A Loop does not see its attempts' errors: Policy.Retryable is not
-// consulted, and OnRetry and the Logger get a nil Err. Unlike Do, it applies
+// consulted, and OnRetry, OnDone and the Logger get a nil Err. Under a
+// Policy.Name it counts each run as a call: one that Reset ends as a
+// success, one that Wait's false ends as a failure, with its cause. Unlike Do, it applies
 // no default limit: with none set, it waits for the life of ctx. Nor does
 // it spend from Policy.Budget, which bounds the retries of many calls
 // together: a Loop is one long sequence, which its own limits bound.
@@ -89,7 +91,7 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	deadline, hasDeadline := ctx.Deadline()
 	hooked := l.p.OnRetry != nil || l.p.Logger != nil
 	var now time.Time
-	if hasDeadline || hooked {
+	if hasDeadline || hooked || l.p.Name != "" {
 		now = time.Now()
 	}
 	if hasDeadline && !fits(now, wait, 0, deadline) {
@@ -98,7 +100,11 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	if hooked {
 		l.p.notify(ctx, Event{Attempt: l.s.Attempt(), Wait: wait, Elapsed: now.Sub(l.start)})
 	}
-	if cause := sleep(ctx, &l.timer, wait); cause != nil {
+	cause := sleep(ctx, &l.timer, wait)
+	if l.p.Name != "" {
+		l.p.row().Waited(time.Since(now))
+	}
+	if cause != nil {
 		return l.stop(ctx, cause)
 	}
 	l.attempt++
@@ -115,9 +121,18 @@ func (l *Loop) stop(ctx context.Context, cause error) bool {
 // curve's first wait (jittered, so that a fleet that lost the same broker
 // does not reconnect in the same instant), and Attempt, Err and the elapsed
 // time start again from zero. A pending Override is dropped. Before the
-// first Wait, Reset changes nothing that Wait does.
+// first Wait, Reset changes nothing that Wait does. A Reset after the
+// Loop's Wait returned true ends a run that succeeded, for Policy.Name's
+// counts and Policy.OnDone: at once, after one Wait, or after retries.
 func (l *Loop) Reset() {
 	l.make()
+	if l.attempt > 0 && l.err == nil && (l.p.Name != "" || l.p.OnDone != nil) {
+		o := SucceededAtOnce
+		if l.attempt > 1 {
+			o = SucceededAfterRetries
+		}
+		l.p.ended(o, l.attempt, l.start, -1, nil, nil)
+	}
 	l.s.Reset()
 	l.attempt, l.err, l.start = 0, nil, time.Now()
 }

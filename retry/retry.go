@@ -103,6 +103,9 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 	case ctx == nil:
 		return errNilContext
 	case ctx.Err() != nil:
+		if p.Name != "" || p.OnDone != nil {
+			p.ended(FailedWithoutRetry, 0, time.Time{}, 0, nil, context.Cause(ctx))
+		}
 		return context.Cause(ctx)
 	}
 	start := time.Now()

@@ -112,8 +112,9 @@ const (
 // A Row counts one name and host. Its methods are safe for concurrent use.
 type Row struct {
 	name, host string
+	atOnce     [stripes]stripe // calls that succeeded at once, striped: the happy path's count
 	calls      [4]atomic.Uint64
-	extra      atomic.Uint64 // attempts beyond each call's first
+	extra      atomic.Int64 // attempts beyond each call's first; −1 for a call that made none
 	retries    atomic.Uint64
 	waited     atomic.Int64
 	took       atomic.Int64
@@ -126,16 +127,30 @@ type Row struct {
 
 type tokener struct{ b interface{ Tokens() float64 } }
 
+// stripes spread the happy path's count over cache lines, chosen by where
+// the caller's stack is, so that goroutines on other processors rarely add
+// to the same line: BenchmarkDoNamedParallel in retry, 66ns a call on one
+// counter against 21ns with no Name.
+const stripes = 16
+
+type stripe struct {
+	n atomic.Uint64
+	_ [56]byte
+}
+
 // SucceededAtOnce counts a call that succeeded at its first attempt: the
 // happy path's one atomic add.
-func (r *Row) SucceededAtOnce() { r.calls[SucceededAtOnce].Add(1) }
+func (r *Row) SucceededAtOnce() {
+	var here byte
+	r.atOnce[uintptr(unsafe.Pointer(&here))>>12%stripes].n.Add(1)
+}
 
 // Done counts a call that ended otherwise: its outcome, its attempts, the
 // time it took, and why it stopped.
 func (r *Row) Done(outcome, attempts int, took time.Duration, cause int) {
 	r.calls[outcome].Add(1)
-	if attempts > 1 {
-		r.extra.Add(uint64(attempts - 1))
+	if attempts != 1 {
+		r.extra.Add(int64(attempts - 1))
 	}
 	if outcome != SucceededAtOnce {
 		r.took.Add(int64(max(took, 0)))
@@ -164,10 +179,20 @@ func (r *Row) Budget(b interface{ Tokens() float64 }) {
 	}
 }
 
+func (r *Row) sumAtOnce() (n uint64) {
+	for i := range r.atOnce {
+		n += r.atOnce[i].n.Load()
+	}
+	return n
+}
+
 // counts reads the row.
 func (r *Row) counts() Counts {
+	// extra first: Done adds to calls before extra, so every extra read
+	// has its call read too, and Attempts never falls below zero.
+	extra := r.extra.Load()
 	c := Counts{
-		SucceededAtOnce:       r.calls[SucceededAtOnce].Load(),
+		SucceededAtOnce:       r.calls[SucceededAtOnce].Load() + r.sumAtOnce(),
 		SucceededAfterRetries: r.calls[SucceededAfterRetries].Load(),
 		FailedWithoutRetry:    r.calls[FailedWithoutRetry].Load(),
 		FailedAfterRetries:    r.calls[FailedAfterRetries].Load(),
@@ -184,7 +209,7 @@ func (r *Row) counts() Counts {
 		AttemptTimeouts: r.timeouts.Load(),
 		Tokens:          math.NaN(),
 	}
-	c.Attempts = c.Calls() + r.extra.Load()
+	c.Attempts = uint64(int64(c.Calls()) + extra)
 	if t := r.budget.Load(); t != nil {
 		c.Tokens = t.b.Tokens()
 	}

@@ -1,0 +1,266 @@
+package retry_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
+)
+
+// Each test counts under a name of its own: the table is the process's.
+
+// TestStatsCounts: a mix of outcomes through Do, DoValue and a Loop under
+// one name, and every count is what was made: the outcomes, the attempts,
+// the waits and the time waited (virtual, so exact), the time the calls
+// that failed took, and why each failure stopped.
+func TestStatsCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const name = "test-counts"
+		p := retry.Policy{Name: name, Schedule: constant(time.Second, 2)}
+		ok := func(context.Context) error { return nil }
+		fail := func(context.Context) error { return errFault }
+		ctx := context.Background()
+
+		for range 3 { // at once: 3 calls, 3 attempts
+			retry.Do(ctx, p, ok)
+		}
+		retry.DoValue(ctx, p, func(context.Context) (int, error) { return 1, nil }) // at once
+		n := 0
+		retry.Do(ctx, p, func(context.Context) error { // after 2 retries: 3 attempts, 2 waits of 1s
+			if n++; n < 3 {
+				return errFault
+			}
+			return nil
+		})
+		retry.Do(ctx, p, func(context.Context) error { return retry.Permanent(errFault) }) // not retryable, at once
+		retry.Do(ctx, p, fail)                                                             // MaxRetries: 3 attempts, 2 waits
+		elapsed := p
+		elapsed.Schedule = backoff.Schedule{Curve: constant(time.Second, 0).Curve, MaxElapsed: time.Second}
+		retry.Do(ctx, elapsed, fail) // MaxElapsed: 2 attempts, 1 wait
+		soon, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		retry.Do(soon, p, fail) // the deadline rule, after a retry: 2 attempts, 1 wait
+		cancel()
+		broke := p
+		broke.Budget = &retry.Budget{Burst: -1}
+		retry.Do(ctx, broke, fail) // the budget: 1 attempt, no wait
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		retry.Do(done, p, ok) // the context, before fn: no attempt
+		mid, cancel := context.WithCancel(ctx)
+		go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+		retry.Do(mid, p, fail) // the context, mid-wait: 1 attempt, a wait of 300ms
+
+		loop := retry.NewLoop(p)
+		loop.Wait(ctx)      // attempt 1
+		loop.Wait(ctx)      // a wait of 1s, attempt 2
+		loop.Reset()        // a run that succeeded after a retry
+		loop.Wait(ctx)      // attempt 1
+		loop.Wait(ctx)      // a wait of 1s
+		loop.Wait(ctx)      // a wait of 1s
+		if loop.Wait(ctx) { // MaxRetries: a run that failed after retries
+			t.Fatal("a Loop of 2 retries waited a third time")
+		}
+
+		got := retry.Stats.Of(name)
+		want := retry.Counts{
+			SucceededAtOnce:       4,
+			SucceededAfterRetries: 2, // Do, and the Loop's first run
+			FailedWithoutRetry:    4, // Permanent, the budget, the context twice
+			FailedAfterRetries:    4, // MaxRetries, MaxElapsed, the deadline, the Loop's second run
+			Attempts:              4 + 3 + 1 + 3 + 2 + 2 + 1 + 0 + 1 + 2 + 2,
+			Retries:               2 + 2 + 1 + 1 + 1 + 1 + 2,
+			Waited:                2*time.Second + 2*time.Second + time.Second + time.Second + 300*time.Millisecond + time.Second + 2*time.Second,
+			Took:                  2*time.Second + 2*time.Second + time.Second + time.Second + 300*time.Millisecond + time.Second + 2*time.Second,
+			GaveUp:                retry.GaveUp{MaxRetries: 2, MaxElapsed: 1, Deadline: 1, Budget: 1, Context: 2, NotRetryable: 1},
+		}
+		got.Tokens, want.Tokens = 0, 0 // the budget's gauge: TestStatsTokens
+		if got != want {
+			t.Errorf("Stats.Of(%q) =\n%+v\nwant\n%+v", name, got, want)
+		}
+	})
+}
+
+// TestStatsConcurrent: 64 goroutines under one name, counted exactly.
+func TestStatsConcurrent(t *testing.T) {
+	const name, each = "test-concurrent", 200
+	p := retry.Policy{Name: name, Schedule: noWait(1)}
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			for i := range each {
+				calls := 0
+				retry.Do(context.Background(), p, func(context.Context) error {
+					calls++
+					if (g+i)%4 == 0 && calls == 1 { // a quarter fail once, then succeed
+						return errFault
+					}
+					if (g+i)%4 == 1 { // a quarter fail twice: MaxRetries
+						return errFault
+					}
+					return nil
+				})
+			}
+		})
+	}
+	wg.Wait()
+	got := retry.Stats.Of(name)
+	quarter := uint64(64 * each / 4)
+	if got.SucceededAtOnce != 2*quarter || got.SucceededAfterRetries != quarter || got.FailedAfterRetries != quarter ||
+		got.Attempts != 2*quarter+2*quarter+2*quarter || got.Retries != 2*quarter || got.GaveUp.MaxRetries != quarter {
+		t.Fatalf("64 goroutines: %+v; want %d at once, %d after a retry, %d failed after one, %d attempts", got, 2*quarter, quarter, quarter, 6*quarter)
+	}
+}
+
+// TestStatsNoName: a Policy without a Name counts nothing.
+func TestStatsNoName(t *testing.T) {
+	before := 0
+	retry.Stats.Each(func(string, string, retry.Counts) { before++ })
+	retry.Do(context.Background(), retry.Policy{}, func(context.Context) error { return nil })
+	after := 0
+	retry.Stats.Each(func(string, string, retry.Counts) { after++ })
+	if before != after || retry.Stats.Of("").Calls() != 0 {
+		t.Fatalf("a call with no Name: %d rows before, %d after, %d calls under \"\"", before, after, retry.Stats.Of("").Calls())
+	}
+}
+
+// TestStatsHosts: a name's rows by Host, summed by Of, listed by Each in
+// order; past 1,024 hosts the rest count together under "other".
+func TestStatsHosts(t *testing.T) {
+	const name = "test-hosts"
+	ok := func(context.Context) error { return nil }
+	for i := range 1100 {
+		retry.Do(context.Background(), retry.Policy{Name: name, Host: fmt.Sprintf("h%04d", i)}, ok)
+	}
+	retry.Do(context.Background(), retry.Policy{Name: name}, ok) // a row with no host
+	var hosts []string
+	var other uint64
+	retry.Stats.Each(func(n, host string, c retry.Counts) {
+		if n == name {
+			hosts = append(hosts, host)
+			if host == "other" {
+				other = c.Calls()
+			}
+		}
+	})
+	if len(hosts) != 1024+2 || hosts[0] != "" || hosts[1] != "h0000" || other != 1100-1024 {
+		t.Fatalf("1,100 hosts and none: %d rows (first %q, %q), %d under other; want 1,026 rows in order, 76 under other", len(hosts), hosts[0], hosts[1], other)
+	}
+	if got := retry.Stats.Of(name).SucceededAtOnce; got != 1101 {
+		t.Fatalf("Of(%q) = %d calls, want every host's, 1,101", name, got)
+	}
+}
+
+// TestStatsTokens: a row's gauge is its Budget's Tokens; a name's, the sum
+// of its rows'; none without a Budget.
+func TestStatsTokens(t *testing.T) {
+	b := &retry.Budget{Burst: 3}
+	retry.Do(context.Background(), retry.Policy{Name: "test-tokens", Host: "a", Budget: b, Schedule: noWait(1)},
+		func(context.Context) error { return errFault })
+	retry.Do(context.Background(), retry.Policy{Name: "test-tokens", Host: "b", Budget: &retry.Budget{Burst: 4}},
+		func(context.Context) error { return nil })
+	if got := retry.Stats.Of("test-tokens").Tokens; math.Abs(got-(2+4)) > 0.01 {
+		t.Fatalf("Tokens of two rows, 2 and 4 held: %v", got)
+	}
+	retry.Do(context.Background(), retry.Policy{Name: "test-no-tokens"}, func(context.Context) error { return nil })
+	if got := retry.Stats.Of("test-no-tokens").Tokens; !math.IsNaN(got) {
+		t.Fatalf("Tokens with no Budget: %v, want NaN", got)
+	}
+}
+
+// TestStatsJSON: String is JSON that encoding/json reads back, with every
+// count under its name and the hosts beside, as expvar shows it.
+func TestStatsJSON(t *testing.T) {
+	p := retry.Policy{Name: "test-json", Host: "api.example:443", Budget: &retry.Budget{Burst: math.Inf(1)}}
+	retry.Do(context.Background(), p, func(context.Context) error { return nil })
+	var table map[string]struct {
+		SucceededAtOnce uint64 `json:"successful_without_retry"`
+		Attempts        uint64 `json:"attempts"`
+		GaveUp          struct {
+			Budget uint64 `json:"budget"`
+		} `json:"gave_up"`
+		Tokens *float64 `json:"budget_tokens"`
+		Hosts  map[string]struct {
+			SucceededAtOnce uint64   `json:"successful_without_retry"`
+			Tokens          *float64 `json:"budget_tokens"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(retry.Stats.String()), &table); err != nil {
+		t.Fatalf("Stats.String() is not JSON: %v\n%s", err, retry.Stats.String())
+	}
+	row, ok := table["test-json"]
+	host := row.Hosts["api.example:443"]
+	if !ok || row.SucceededAtOnce != 1 || row.Attempts != 1 || host.SucceededAtOnce != 1 || host.Tokens == nil || *host.Tokens != math.MaxFloat64 {
+		t.Fatalf("the JSON of one call: %+v", row)
+	}
+}
+
+// TestOnDone: the hook hears each call's end, as the Error says it, and a
+// Loop's runs.
+func TestOnDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []retry.Done
+		p := retry.Policy{Schedule: constant(time.Second, 1), OnDone: func(d retry.Done) { got = append(got, d) }}
+		retry.Do(context.Background(), p, func(context.Context) error { time.Sleep(time.Millisecond); return nil })
+		err := retry.Do(context.Background(), p, func(context.Context) error { return errFault })
+		loop := retry.NewLoop(p)
+		loop.Wait(context.Background())
+		loop.Reset()
+		want := []retry.Done{
+			{Outcome: retry.SucceededAtOnce, Attempts: 1, Elapsed: time.Millisecond},
+			{Outcome: retry.FailedAfterRetries, Attempts: 2, Elapsed: time.Second, Err: errFault, Cause: backoff.ErrMaxRetries},
+			{Outcome: retry.SucceededAtOnce, Attempts: 1},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("OnDone heard\n%v\nwant\n%v", got, want)
+		}
+		var e *retry.Error
+		if !errors.As(err, &e) || e.Attempts != got[1].Attempts || e.Elapsed != got[1].Elapsed || e.Cause != got[1].Cause {
+			t.Fatalf("OnDone's %v against the Error %v", got[1], err)
+		}
+	})
+}
+
+// TestOutcomeString: the names resilience4j gives its kinds.
+func TestOutcomeString(t *testing.T) {
+	for o, want := range map[retry.Outcome]string{
+		retry.SucceededAtOnce: "successful_without_retry", retry.SucceededAfterRetries: "successful_with_retry",
+		retry.FailedWithoutRetry: "failed_without_retry", retry.FailedAfterRetries: "failed_with_retry", 4: "unknown",
+	} {
+		if got := o.String(); got != want {
+			t.Errorf("Outcome(%d).String() = %q, want %q", o, got, want)
+		}
+	}
+}
+
+// TestStatsAllocs: a named call allocates nothing when it succeeds at
+// once, and nothing per retry without a wait.
+func TestStatsAllocs(t *testing.T) {
+	p := retry.Policy{Name: "test-allocs"}
+	ctx := context.Background()
+	ok := func(context.Context) error { return nil }
+	if n := testing.AllocsPerRun(100, func() { retry.Do(ctx, p, ok) }); n != 0 {
+		t.Errorf("a named call that succeeds at once: %v allocations, want 0", n)
+	}
+	p.Schedule = noWait(3)
+	calls := 0
+	flaky := func(context.Context) error {
+		if calls++; calls%3 != 0 {
+			return errFault
+		}
+		return nil
+	}
+	with := testing.AllocsPerRun(100, func() { retry.Do(ctx, p, flaky) })
+	p.Name = ""
+	without := testing.AllocsPerRun(100, func() { retry.Do(ctx, p, flaky) })
+	if with != without {
+		t.Errorf("a named call with two retries and no wait: %v allocations, %v without a Name", with, without)
+	}
+}
