@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/unherd/backoff/httpretry"
+	"github.com/unherd/backoff/retry"
 )
 
 // BenchmarkRoundTrip: a GET that succeeds at once, after the first to its
@@ -24,6 +25,12 @@ func BenchmarkRoundTripNoBudget(b *testing.B) {
 }
 
 func BenchmarkBase(b *testing.B) { bench(b, okBase) }
+
+// BenchmarkRoundTripNamed: the same under a Policy.Name, counted per host
+// in retry.Stats.
+func BenchmarkRoundTripNamed(b *testing.B) {
+	bench(b, &httpretry.Transport{Base: okBase, Policy: retry.Policy{Name: "bench"}})
+}
 
 // BenchmarkRoundTripSlow: the same GET, with AttemptTimeout or a Hedge set
 // and no hedge sent; Base makes a fresh response each time, as any real one

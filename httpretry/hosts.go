@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"math"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ type hosts[V any] struct {
 // same as a new one), then, if that leaves more than half the map, hosts
 // chosen at random (in map order), whose values start afresh should they
 // be reached again. A request in flight keeps the value it took.
-func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func() *V) *V {
+func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) *V {
 	h.mu.RLock()
 	v := h.m[key]
 	h.mu.RUnlock()
@@ -77,7 +78,7 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func() *V) *V {
 	if h.m == nil {
 		h.m = make(map[hostKey]*V)
 	}
-	v = fresh()
+	v = fresh(key)
 	h.m[key] = v
 	return v
 }
@@ -92,4 +93,11 @@ func full(b *retry.Budget) bool { return b.Tokens() > 9 }
 func never[V any](*V) bool { return false }
 
 // zero makes a new value, as new(V) does.
-func zero[V any]() *V { return new(V) }
+func zero[V any](hostKey) *V { return new(V) }
+
+// label names a host in retry.Stats: host and port, as net.JoinHostPort
+// writes them, "api.example:443".
+func label(k hostKey) *string {
+	s := net.JoinHostPort(k.host, k.port)
+	return &s
+}

@@ -170,6 +170,7 @@ import (
 	"time"
 
 	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/internal/stats"
 	"github.com/unherd/backoff/retry"
 )
 
@@ -206,8 +207,21 @@ type Transport struct {
 	// Hedge, when set, sends another copy of a replayable request whose
 	// headers are slow to come (see [Hedge]). Nil: no hedging.
 	Hedge *Hedge
+	// OnRetry, when set, is called before each wait, after
+	// Policy.OnRetry, with the request as the caller gave it: a hook that
+	// sees the host. For a retried status, Event.Err is a [*StatusError].
+	OnRetry func(req *http.Request, e retry.Event)
+	// OnDone, when set, is called once as RoundTrip ends a request it may
+	// retry, after Policy.OnDone, with the request and how it ended
+	// ([retry.Done]): its Cause is [retry.ErrBudget] when the budget
+	// refused a retry, whether RoundTrip then returns the last response
+	// (for a status) or an error; and Err the last status (a
+	// [*StatusError]) or transport error. A request sent once because it
+	// cannot be sent again is not told.
+	OnDone func(req *http.Request, d retry.Done)
 
 	budgets hosts[retry.Budget] // a Budget for each host, when Policy.Budget is nil
+	labels  hosts[string]       // each host's name in retry.Stats, with a Policy.Name
 }
 
 const (
@@ -276,17 +290,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return send(base, req)
 	case !replayable(req) && t.AttemptTimeout > 0:
 		rt := roundTrip{request: request{t: t, base: base, req: req}}
-		resp, err, _ := rt.fly(req.Context(), req, req.Body, 0)
+		resp, _, _, err := rt.fly(req.Context(), req, req.Body, 0, 0)
 		return resp, err
 	case !replayable(req):
 		return send(base, req)
 	}
 	rt := roundTrip{request: request{t: t, base: base, req: req}}
 	p := t.Policy
-	if p.Budget == nil || t.Hedge != nil && t.Hedge.adaptive() {
+	if p.Budget == nil || p.Name != "" || t.Hedge != nil && t.Hedge.adaptive() {
 		key := keyOf(req.URL)
 		if p.Budget == nil {
-			p.Budget = t.budgets.of(key, full, t.newBudget)
+			p.Budget = t.budgets.of(key, full, zero)
+		}
+		if p.Name != "" {
+			p.Host = *t.labels.of(key, never, label)
+			rt.row = stats.Default.Row(p.Name, p.Host)
 		}
 		if t.Hedge != nil && t.Hedge.adaptive() {
 			rt.lat = t.Hedge.hosts.of(key, never, zero)
@@ -294,8 +312,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	rt.budget = p.Budget
 	p.OnRetry = waiting
-	if onRetry := t.Policy.OnRetry; onRetry != nil {
-		p.OnRetry = func(e retry.Event) { waiting(e); onRetry(e) }
+	if onRetry, seen := t.Policy.OnRetry, t.OnRetry; onRetry != nil || seen != nil {
+		p.OnRetry = func(e retry.Event) {
+			waiting(e)
+			if onRetry != nil {
+				onRetry(e)
+			}
+			if seen != nil {
+				seen(req, e)
+			}
+		}
+	}
+	if onDone, seen := t.Policy.OnDone, t.OnDone; seen != nil {
+		p.OnDone = func(d retry.Done) {
+			if onDone != nil {
+				onDone(d)
+			}
+			seen(req, d)
+		}
 	}
 	if p.Logger != nil {
 		p.Logger = slog.New(&requestHandler{p.Logger.Handler(), req})
@@ -319,6 +353,24 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
+// Resend returns how many times the request that ctx belongs to was sent
+// before, by the Transport that sent it: 0 for the first send, 1 for the
+// first retry or hedge, and so on, counting every copy and every retry of
+// one RoundTrip. Base reads it from its request's context; it is what
+// OpenTelemetry's http.request.resend_count counts, which
+// github.com/unherd/backoff/otelretry sets on each resend's span. A first
+// send's context carries nothing, so that it costs nothing.
+func Resend(ctx context.Context) int {
+	n, _ := ctx.Value(resendKey{}).(int)
+	return n
+}
+
+type resendKey struct{}
+
+func withResend(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, resendKey{}, n)
+}
+
 // CloseIdleConnections closes Base's idle connections, when Base has a
 // CloseIdleConnections method (as [*http.Transport] has), so that
 // [http.Client.CloseIdleConnections] reaches them through the Transport.
@@ -327,9 +379,6 @@ func (t *Transport) CloseIdleConnections() {
 		c.CloseIdleConnections()
 	}
 }
-
-// newBudget makes a host's Budget: the defaults.
-func (t *Transport) newBudget() *retry.Budget { return &retry.Budget{} }
 
 func (t *Transport) base() http.RoundTripper {
 	if t.Base == nil {
@@ -365,12 +414,14 @@ type request struct {
 	req    *http.Request
 	budget *retry.Budget // the Policy's, or the host's: retries and hedges take from it
 	lat    *latency      // the host's latency, for an adaptive Hedge
+	row    *stats.Row    // the Policy's Name's row for the host, where hedges and timeouts count
 }
 
 // roundTrip is the state of one RoundTrip.
 type roundTrip struct {
 	request
 	attempts int
+	sends    int            // requests sent, copies and retries together
 	next     io.ReadCloser  // the body of the next attempt, from GetBody
 	resp     *http.Response // the response to return, when an attempt ends the sequence with one
 	last     *StatusError   // the last attempt's retried status, nil after a transport error
@@ -390,13 +441,15 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 	var err error
 	answer, delay := false, rt.hedgeDelay()
 	if delay > 0 || rt.t.AttemptTimeout > 0 || rt.lat != nil {
-		resp, err, answer = rt.fly(ctx, req, body, delay)
+		var sends int
+		resp, answer, sends, err = rt.fly(ctx, req, body, delay, rt.sends)
+		rt.sends += sends
 	} else {
-		if rt.attempts > 1 { // a retry: a shallow copy with the fresh body
-			r := *req
-			r.Body = body
-			req = &r
+		if rt.sends > 0 { // a retry: a shallow copy with the fresh body, that says it is a resend
+			req = req.WithContext(withResend(ctx, rt.sends))
+			req.Body = body
 		}
+		rt.sends++
 		resp, err = send(rt.base, req)
 	}
 	switch {

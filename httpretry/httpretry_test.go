@@ -726,6 +726,10 @@ func TestAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { plain.RoundTrip(req) }); n != bare {
 		t.Errorf("RoundTrip, succeeding at once: %v allocations, Base alone %v", n, bare)
 	}
+	named := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: "allocs"}}
+	if n := testing.AllocsPerRun(100, func() { named.RoundTrip(req) }); n != bare {
+		t.Errorf("RoundTrip under a Policy.Name, succeeding at once: %v allocations, Base alone %v", n, bare)
+	}
 	if n := testing.AllocsPerRun(100, func() { hooked.RoundTrip(req) }); n > bare+1 {
 		t.Errorf("RoundTrip with OnRetry set: %v allocations, Base alone %v; want at most one more", n, bare)
 	}

@@ -79,6 +79,7 @@ type flight struct {
 	rt    request
 	ctx   context.Context // the request's
 	delay time.Duration   // between copies; 0: no hedge
+	sent  int             // the request's sends before this attempt's first
 	first leg
 
 	mu      sync.Mutex
@@ -115,8 +116,8 @@ type leg struct {
 // returns its outcome: when hedged (delay above 0), the answer (answer
 // true) or the failure that came last, a response or a transport error;
 // when not, the one leg's response or error, for the caller to judge.
-func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadCloser, delay time.Duration) (resp *http.Response, err error, answer bool) {
-	f := &flight{rt: *rt, ctx: ctx, delay: delay}
+func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadCloser, delay time.Duration, sent int) (resp *http.Response, answer bool, sends int, err error) {
+	f := &flight{rt: *rt, ctx: ctx, delay: delay, sent: sent}
 	c := &f.first
 	f.start(c, req, body, time.Now())
 	f.pending = 1
@@ -136,15 +137,23 @@ func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadClose
 	if !over {
 		<-done // a hedge is in flight: done was made with it
 	}
+	sends = 1 + len(f.more) // done, or over and read under the lock: no hedge is added after
 	if w := f.win; w != nil {
-		return w.resp, nil, true
+		return w.resp, true, sends, nil
 	}
-	return f.last.resp, f.last.err, false
+	return f.last.resp, false, sends, f.last.err
 }
 
 // start readies c to be sent at now, with its own context and body.
 func (f *flight) start(c *leg, req *http.Request, body io.ReadCloser, now time.Time) {
 	ctx, cancel := context.WithCancel(f.ctx)
+	n := f.sent // sends of the request before this one
+	if c != &f.first {
+		n += len(f.more) + 1
+	}
+	if n > 0 {
+		ctx = withResend(ctx, n)
+	}
 	c.f, c.req, c.cancel, c.start = f, *req.WithContext(ctx), cancel, now
 	c.req.Body = body
 	if timeout := f.rt.t.AttemptTimeout; timeout > 0 {
@@ -167,6 +176,9 @@ func (f *flight) finish(c *leg, resp *http.Response, err error) {
 			resp.Body.Close()
 		}
 		resp, err = nil, ErrAttemptTimeout
+		if r := f.rt.row; r != nil {
+			r.AttemptTimeout()
+		}
 	}
 	f.count(c, resp != nil, now)
 	switch {
@@ -179,6 +191,9 @@ func (f *flight) finish(c *leg, resp *http.Response, err error) {
 		}
 		c.keep(resp, nil)
 		f.win = c
+		if r := f.rt.row; r != nil && c != &f.first {
+			r.HedgeWon()
+		}
 		f.decide(now)
 	default:
 		if f.last != nil {
@@ -341,6 +356,9 @@ func (f *flight) launch(now time.Time) *leg {
 	c := new(leg)
 	f.start(c, rt.req, body, now)
 	f.more = append(f.more, c)
+	if rt.row != nil {
+		rt.row.Hedge()
+	}
 	f.pending++
 	if f.done == nil {
 		f.done = make(chan struct{})

@@ -1,0 +1,173 @@
+package httpretry_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff/httpretry"
+	"github.com/unherd/backoff/retry"
+)
+
+// statsOf returns the row of name and host in retry.Stats.
+func statsOf(name, host string) (c retry.Counts) {
+	retry.Stats.Each(func(n, h string, row retry.Counts) {
+		if n == name && h == host {
+			c = row
+		}
+	})
+	return c
+}
+
+// TestStatsPerHost: a named Transport counts in retry.Stats per host (as
+// "host:port"), each outcome as it made it, the budget's refusals and
+// tokens, hedges sent and won, and attempt timeouts; the name's total is
+// its hosts'.
+func TestStatsPerHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const name = "httpretry-test-per-host"
+		script := map[string][]answer{
+			"/at-once":  {{wait: time.Millisecond}},
+			"/retried":  {{status: 503}, {wait: time.Millisecond}},
+			"/hedged":   {{wait: time.Second}, {wait: time.Millisecond}},
+			"/timeout":  {{hang: true}, {hang: true}, {wait: time.Millisecond}},
+			"/refused":  {{status: 503}, {status: 503}},
+			"/notfound": {{status: 404}},
+		}
+		var mu sync.Mutex
+		sent := map[string]int{}
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			n := sent[req.URL.Host+req.URL.Path]
+			sent[req.URL.Host+req.URL.Path]++
+			mu.Unlock()
+			a := script[req.URL.Path][min(n, len(script[req.URL.Path])-1)]
+			return newSlow(func(int) answer { return a }).RoundTrip(req)
+		})
+		p := constant(time.Second, 3)
+		p.Name, p.Budget = name, nil // the budget per host
+		tr := &httpretry.Transport{Base: base, Policy: p, AttemptTimeout: 100 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		for _, path := range []string{"/at-once", "/retried", "/hedged", "/timeout", "/notfound"} {
+			readAll(t, getURL(t, tr, "http://a.example"+path))
+		}
+		// Drain b's budget to one token: the second 503 of /refused is not retried.
+		b := &retry.Budget{Burst: 1}
+		tr2 := &httpretry.Transport{Base: base, Policy: p}
+		tr2.Policy.Budget = b
+		readAll(t, getURL(t, tr2, "https://b.example/refused"))
+		readAll(t, getURL(t, tr2, "https://b.example:443/refused"))
+
+		a := statsOf(name, "a.example:80")
+		// /retried: attempt 1's 503 sends its hedge at once (a shortcut),
+		// which wins; /hedged: the hedge wins; /timeout: both copies of
+		// attempt 1 time out, and attempt 2 answers; a 404 is an answer.
+		if a.SucceededAtOnce != 4 || a.SucceededAfterRetries != 1 || a.Attempts != 6 || a.Hedges != 3 || a.HedgesWon != 2 || a.AttemptTimeouts != 2 || a.Retries != 1 {
+			t.Errorf("a.example: %+v; want 4 at once, 1 after a retry, 6 attempts, 3 hedges of which 2 won, 2 timeouts, 1 retry", a)
+		}
+		bc := statsOf(name, "b.example:443")
+		if bc.FailedAfterRetries != 1 || bc.FailedWithoutRetry != 1 || bc.GaveUp.Budget != 2 || bc.Tokens != 0 {
+			t.Errorf("b.example: %+v; want one call failed after its retry and one without, both ended by the budget, 0 tokens", bc)
+		}
+		if total := retry.Stats.Of(name); total.Calls() != a.Calls()+bc.Calls() || total.Attempts != a.Attempts+bc.Attempts {
+			t.Errorf("the name's total %+v is not its hosts' sum", total)
+		}
+	})
+}
+
+// TestOnDoneSeesTheRequest: the Transport's hooks see the request, and a
+// retry the budget refused shows as the Cause of a response given back.
+func TestOnDoneSeesTheRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []string
+		p := constant(time.Second, 3)
+		p.Budget = &retry.Budget{Burst: 1}
+		tr := &httpretry.Transport{Base: newServer(s503, s503, s503), Policy: p,
+			OnRetry: func(req *http.Request, e retry.Event) {
+				got = append(got, fmt.Sprintf("retry %s %d %v", req.URL.Host, e.Attempt, e.Err))
+			},
+			OnDone: func(req *http.Request, d retry.Done) {
+				var se *httpretry.StatusError
+				errors.As(d.Err, &se)
+				got = append(got, fmt.Sprintf("done %s %v after %d: %d, budget %v", req.URL.Host, d.Outcome, d.Attempts, se.Response.StatusCode, errors.Is(d.Cause, retry.ErrBudget)))
+			}}
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("%v, %v; want the last 503", resp, err)
+		}
+		readAll(t, resp)
+		want := "[retry api.example 1 503 Service Unavailable done api.example failed_with_retry after 2: 503, budget true]"
+		if fmt.Sprint(got) != want {
+			t.Fatalf("hooks heard %v, want %v", got, want)
+		}
+	})
+}
+
+// TestResend: each send's context says how many sends of the request came
+// before it, retries and hedges together, as http.request.resend_count
+// counts; the first carries nothing.
+func TestResend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var resends []int
+		base := newSlow(func(n int) answer {
+			switch n {
+			case 1:
+				return answer{status: 503}
+			case 2:
+				return answer{wait: time.Second}
+			}
+			return answer{wait: time.Millisecond}
+		})
+		seen := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			resends = append(resends, httpretry.Resend(req.Context()))
+			mu.Unlock()
+			return base.RoundTrip(req)
+		})
+		tr := &httpretry.Transport{Base: seen, Policy: constant(time.Second, 3), Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		readAll(t, getURL(t, tr, "http://api.example/"))
+		synctest.Wait()
+		// The 503 sends its hedge at once (1), which is slow; after the
+		// delay, no hedge is left, so the slow one is all; then none.
+		if fmt.Sprint(resends) != "[0 1]" {
+			t.Fatalf("resends seen %v, want [0 1]", resends)
+		}
+		resends = nil
+		tr = &httpretry.Transport{Base: seen, Policy: constant(time.Millisecond, 3)}
+		srv := newServer(s503, s503)
+		seen2 := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resends = append(resends, httpretry.Resend(req.Context()))
+			return srv.RoundTrip(req)
+		})
+		tr.Base = seen2
+		readAll(t, getURL(t, tr, "http://api.example/"))
+		if fmt.Sprint(resends) != "[0 1 2]" {
+			t.Fatalf("retries' resends %v, want [0 1 2]", resends)
+		}
+		if httpretry.Resend(context.Background()) != 0 {
+			t.Fatal("Resend of a context that carries none is not 0")
+		}
+	})
+}
+
+// TestStatsNotRetryable: a certificate that fails verification counts as
+// a call failed without a retry, not retryable.
+func TestStatsNotRetryable(t *testing.T) {
+	const name = "httpretry-test-cert"
+	bad := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
+	p := constant(time.Second, 3)
+	p.Name = name
+	tr := &httpretry.Transport{Base: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, bad }), Policy: p}
+	req, _ := http.NewRequest(http.MethodGet, "https://api.example/", nil)
+	tr.RoundTrip(req)
+	if c := statsOf(name, "api.example:443"); c.FailedWithoutRetry != 1 || c.GaveUp.NotRetryable != 1 {
+		t.Fatalf("a bad certificate: %+v; want one call failed without a retry, not retryable", c)
+	}
+}
