@@ -82,16 +82,17 @@ type flight struct {
 	sent  int             // the request's sends before this attempt's first
 	first leg
 
-	mu      sync.Mutex
-	timer   *time.Timer   // for hedges and their timeouts; nil when not hedged
-	next    time.Time     // when the next hedge is due; zero for none
-	more    []*leg        // the hedges sent
-	now     bool          // the next hedge is due at once: a copy failed
-	pending int           // legs sent whose outcome is not in
-	over    bool          // decided: a leg won, or every leg sent has failed
-	win     *leg          // the leg that won
-	last    *leg          // the leg that failed last, while none has won
-	done    chan struct{} // closed once over, made with the first hedge
+	mu       sync.Mutex
+	timer    *time.Timer   // for hedges and their timeouts; nil when not hedged
+	next     time.Time     // when the next hedge is due; zero for none
+	more     []*leg        // the hedges sent
+	now      bool          // the next hedge is due at once: a copy failed
+	pending  int           // legs sent whose outcome is not in
+	over     bool          // decided: a leg won, or every leg sent has failed
+	win      *leg          // the leg that won
+	last     *leg          // the leg that failed last, while none has won
+	done     chan struct{} // closed once over, made with the first hedge
+	panicked *any          // a hedge's goroutine panicked with this: the caller panics with it
 }
 
 // A leg is one request sent: its own context, a child of the request's,
@@ -121,6 +122,12 @@ func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadClose
 	c := &f.first
 	f.start(c, req, body, time.Now())
 	f.pending = 1
+	defer func() {
+		if r := recover(); r != nil {
+			f.abort()
+			panic(r)
+		}
+	}()
 	if delay > 0 {
 		f.mu.Lock() // the timer's tick may run before AfterFunc returns
 		f.next = c.start.Add(delay)
@@ -136,6 +143,9 @@ func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadClose
 	f.mu.Unlock()
 	if !over {
 		<-done // a hedge is in flight: done was made with it
+	}
+	if p := f.panicked; p != nil { // read after done: catch set it before deciding
+		panic(*p)
 	}
 	sends = 1 + len(f.more) // done, or over and read under the lock: no hedge is added after
 	if w := f.win; w != nil {
@@ -276,12 +286,23 @@ func (f *flight) count(c *leg, headers bool, now time.Time) {
 
 // tick runs on the flight's timer: it times out the copies past their
 // AttemptTimeout, sends the next hedge when one is due, and sets the timer
-// for what comes next.
+// for what comes next. A panic on its goroutine, in Base, GetBody or
+// Retryable, would end the process, where no recover reaches: it is handed
+// to the caller's goroutine instead (catch).
 func (f *flight) tick() {
+	defer f.catch()
+	if hedge := f.step(); hedge != nil {
+		resp, err := send(f.rt.base, &hedge.req)
+		f.finish(hedge, resp, err)
+	}
+}
+
+// step is tick's work under the lock: the hedge to send, if one is due.
+func (f *flight) step() *leg {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.over {
-		f.mu.Unlock()
-		return
+		return nil
 	}
 	now := time.Now()
 	f.each(func(c *leg) {
@@ -306,10 +327,44 @@ func (f *flight) tick() {
 	if hedge == nil && f.pending == 0 { // a shortcut with no hedge to send: every copy has failed
 		f.decide(now)
 	}
-	f.mu.Unlock()
-	if hedge != nil {
-		resp, err := send(f.rt.base, &hedge.req)
-		f.finish(hedge, resp, err)
+	return hedge
+}
+
+// catch recovers a panic on a hedge's goroutine, ends the flight, and
+// keeps the panic for the caller, who is waiting for the flight and
+// panics with it; once the flight is over, no caller waits, and the panic
+// goes with its copy.
+func (f *flight) catch() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.over {
+		f.panicked = &r
+		f.decide(time.Now())
+		f.release()
+	}
+}
+
+// release lets every copy's outcome go, for a flight that ends in a
+// panic: no one reads its responses.
+func (f *flight) release() {
+	f.each(func(c *leg) { c.drop(c.resp) })
+}
+
+// abort ends the flight when the caller's goroutine panics in it, so that
+// no hedge is sent after, and no context is left.
+func (f *flight) abort() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first.timer != nil {
+		f.first.timer.Stop()
+	}
+	if !f.over {
+		f.decide(time.Now())
+		f.release()
 	}
 }
 

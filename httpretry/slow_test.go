@@ -522,3 +522,61 @@ func TestHedgeAdaptive(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgePanicReachesTheCaller: a panic on a hedge's goroutine (here in
+// Retryable, which forgot that a transport error has no response) reaches
+// the caller, where a recover can take it, instead of ending the process.
+func TestHedgePanicReachesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSlow(func(n int) answer {
+			if n == 1 {
+				return answer{wait: time.Second}
+			}
+			return answer{status: 503, wait: time.Millisecond}
+		})
+		tr := &httpretry.Transport{Base: base, Policy: retry.Policy{Budget: httpretry.NoBudget()}, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond},
+			Retryable: func(resp *http.Response, err error) bool {
+				if resp.StatusCode == 503 {
+					panic("Retryable's bug")
+				}
+				return false
+			}}
+		got := func() (r any) {
+			defer func() { r = recover() }()
+			get(t, context.Background(), tr)
+			return nil
+		}()
+		synctest.Wait()
+		if got != "Retryable's bug" || !base.released() {
+			t.Fatalf("a hedge's panic: the caller recovered %v, contexts released %v; want the panic, and every context released", got, base.released())
+		}
+	})
+}
+
+// TestHedgeNoneAfterACallerPanic: a panic in the first copy, in the
+// caller's goroutine, ends the flight: no hedge is sent after RoundTrip
+// has ended, and no context is left.
+func TestHedgeNoneAfterACallerPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		var ctxs []context.Context
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			calls++
+			ctxs = append(ctxs, req.Context())
+			if calls == 1 {
+				panic("Base's bug")
+			}
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		})
+		tr := &httpretry.Transport{Base: base, AttemptTimeout: time.Second, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}
+		func() {
+			defer func() { recover() }()
+			get(t, context.Background(), tr)
+		}()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if calls != 1 || ctxs[0].Err() == nil {
+			t.Fatalf("after a panic in the first copy: %d requests, its context released %v; want 1, released", calls, ctxs[0].Err() != nil)
+		}
+	})
+}

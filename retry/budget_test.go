@@ -508,3 +508,50 @@ func TestGiveUp(t *testing.T) {
 func fields(b *retry.Budget) string {
 	return fmt.Sprintf("Budget{Ratio: %v, Burst: %v, PerSecond: %v}", b.Ratio, b.Burst, b.PerSecond)
 }
+
+// TestBudgetRoomByAge: the room counts each earning call by its age, even
+// when no retry comes between: 10,000 successes in a second and then an
+// idle spell leave the room of 10,000 calls faded by e every 10 seconds
+// (it once spread them over the idle spell, and allowed 98 after 100s);
+// and 10,000 in the second after an hour's quiet make room for about a
+// thousand (it once allowed 2).
+func TestBudgetRoomByAge(t *testing.T) {
+	busy := func(b *retry.Budget) {
+		for i := range 10000 {
+			good(b)
+			if i%100 == 99 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	for _, idle := range []time.Duration{0, 10 * time.Second, 100 * time.Second, time.Hour} {
+		synctest.Test(t, func(t *testing.T) {
+			b := &retry.Budget{}
+			busy(b)
+			time.Sleep(idle)
+			allowed := 0
+			for b.Allow() {
+				allowed++
+			}
+			// The room at the end of the busy second, 1,000 less what the
+			// second's own fading and the 64-call reckoning take, faded.
+			want := max(1, 1000*math.Exp(-idle.Seconds()/10))
+			if float64(allowed) > want+1 || float64(allowed) < 0.9*want-1 {
+				t.Errorf("10,000 successes in a second, then %v idle: %d retries allowed, want about %.0f", idle, allowed, want)
+			}
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{}
+		b.Allow()
+		time.Sleep(time.Hour)
+		busy(b)
+		allowed := 0
+		for b.Allow() {
+			allowed++
+		}
+		if allowed < 900 {
+			t.Errorf("an hour's quiet, then 10,000 successes in a second: %d retries allowed, want about 1,000", allowed)
+		}
+	})
+}
