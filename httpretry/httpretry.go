@@ -23,12 +23,13 @@
 // zero-length slice net/http reads as "idempotent, but send no header"
 // counts.
 //
-// Any other request goes to Base once, untouched, and so does one that
+// Any other request goes to Base once (untouched, but for
+// AttemptTimeout's context, which bounds it too), and so does one that
 // net/http refuses before sending, each time again, judged from the
-// request: no URL, a nil Header, a header or trailer whose name is not a
-// token or whose value holds CR, LF, NUL or another control byte but tab,
-// and through an [*http.Transport] a scheme other than http and https, or
-// no host. Such a request neither spends nor earns a budget. An HTTP
+// request: no URL, no host, a port that is not a number up to 65535, a nil
+// Header, a header or trailer whose name is not a token or whose value
+// holds CR, LF, NUL or another control byte but tab, and through an
+// [*http.Transport] a scheme other than http and https. Such a request neither spends nor earns a budget. An HTTP
 // server on an https URL, which only shows in the reply, is not retried
 // either, and its error comes back as Base gave it, so that
 // [http.Client] reports [http.ErrSchemeMismatch].
@@ -101,9 +102,10 @@
 // "BÜCHER.example" and "xn--bcher-kva.example" to one host, which this
 // package, with no IDNA mapping in the standard library, keys as two (the
 // Unicode spellings, lowered, are one). The Transport keeps at most 1,024
-// hosts' budgets: past that it forgets the full ones, which are the same
-// as new ones, and if those are not enough, others at random, which start
-// afresh should their host come back.
+// hosts' budgets: past that it forgets first those holding within a retry
+// of a new one's Burst (a host forgotten so gets a new Budget should it
+// come back, and loses any room above Burst its requests had made, which
+// they make again), and if those are not enough, others at random.
 //
 // # A slow dependency
 //
@@ -122,9 +124,12 @@
 // (gRFC A6's hedging does the same), and one that fails while another is
 // in flight does not end the attempt; when every copy has failed, the
 // attempt has, with the outcome of the copy that failed last, and
-// retry.Do's rules decide the retry. Each copy after the first takes a
-// token from the host's budget, as a retry does: with none left, no
-// hedge, so that retries and hedges together never pass the budget's
+// retry.Do's rules decide the retry. Each hedge has a body of its own
+// from GetBody while the other copies may still be sending theirs, so a
+// GetBody must return bodies that do not share a reader (those
+// http.NewRequest makes do not; one that rewinds a shared file does).
+// Each copy after the first takes a token from the host's budget, as a
+// retry does: with none left, no hedge, so that retries and hedges together never pass the budget's
 // bound, and in a storm, where the tokens are gone, hedging stops by
 // itself. Error.Attempts and Event.Attempt count attempts, not copies.
 // The first copy goes in the caller's goroutine, and each hedge in the
@@ -281,8 +286,10 @@ func schemeMismatch(err error) bool {
 var errNilResponse = errors.New("httpretry: Base returned a nil *http.Response with a nil error")
 
 // RoundTrip implements [http.RoundTripper]: it sends req through Base and
-// retries as the package doc says. It does not modify req, and no
-// goroutine it starts outlives it.
+// retries as the package doc says. It does not modify req. It starts no
+// goroutine but for a hedge's, which lasts, once RoundTrip has returned,
+// as long as Base takes to return the cancelled copy, and the runtime's
+// that cuts a stalled body, which ends before the attempt does.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.base()
 	switch {
@@ -550,6 +557,13 @@ func (rt *roundTrip) maxRetryAfter() time.Duration {
 	return defaultMaxRetryAfter
 }
 
+// policyRetries reports whether Policy.Retryable, when set, would retry
+// err, as retry.Do asks it.
+func (rt *request) policyRetries(err error) bool {
+	f := rt.t.Policy.Retryable
+	return f == nil || f(err)
+}
+
 // retryable asks the Transport's Retryable, or DefaultRetryable.
 func (rt *request) retryable(resp *http.Response, err error) bool {
 	if f := rt.t.Retryable; f != nil {
@@ -599,14 +613,18 @@ func (e *StatusError) drain(ctx context.Context) {
 	cut := make(chan struct{})
 	timer := time.AfterFunc(limit, func() { body.Close(); close(cut) })
 	var buf bytes.Buffer
-	_, err := io.CopyN(&buf, body, drainLimit)
+	// The cut's Close ends a Read blocked in net/http's body; between Reads,
+	// cutting stops a body whose Close does not, one Read at most late.
+	_, err := io.CopyN(&buf, cutting{body, cut}, drainLimit)
 	if !timer.Stop() {
 		<-cut // the cut ran: it ends here, not after the attempt
 		if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
-			<-ctx.Done() // the deadline's own timer fires in this instant too: let the context say so
+			if done := ctx.Done(); done != nil {
+				<-done // the deadline's own timer fires in this instant too: let the context say so
+			}
 		}
 		if err != io.EOF {
-			err = fmt.Errorf("httpretry: the body of a retried %q was cut after %v: it was slower than a drain may take", e.Error(), limit)
+			err = fmt.Errorf("httpretry: the body of this %q was cut after %v, while read to decide on a retry", e.Error(), limit)
 		}
 	}
 	r := &replay{data: buf.Bytes()}
@@ -620,6 +638,21 @@ func (e *StatusError) drain(ctx context.Context) {
 		body.Close()
 	}
 	e.Response.Body, e.drained = r, true
+}
+
+// cutting reads r until cut is closed.
+type cutting struct {
+	r   io.Reader
+	cut <-chan struct{}
+}
+
+func (c cutting) Read(p []byte) (int, error) {
+	select {
+	case <-c.cut:
+		return 0, io.ErrUnexpectedEOF
+	default:
+		return c.r.Read(p)
+	}
 }
 
 // replay is a drained body: what was read, then the rest of the body, or

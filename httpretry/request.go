@@ -38,20 +38,35 @@ func hasKey(h http.Header, name string) bool {
 }
 
 // sendable reports whether base can send req at all, judged from the
-// request as net/http judges it before sending, and refuses it each time
-// again: a request with no URL or no Header map, or a header or trailer
-// whose name is not an RFC 9110 token or whose value holds a control byte
-// other than tab (CR, LF and NUL among them). An *http.Transport also
-// refuses a scheme other than http and https, and a URL with no host;
-// other Bases may serve other schemes.
+// request as net/http judges it before sending (or dialing), and refuses
+// it each time again: a request with no URL, no host, a port that is not
+// a number up to 65535, no Header map, or a header or trailer whose name
+// is not an RFC 9110 token or whose value holds a control byte other than
+// tab (CR, LF and NUL among them). An *http.Transport also refuses a
+// scheme other than http and https; other Bases may serve other schemes.
 func sendable(base http.RoundTripper, req *http.Request) bool {
-	if req.URL == nil || req.Header == nil || !validFields(req.Header) || !validFields(req.Trailer) {
+	if req.URL == nil || req.URL.Host == "" || !validPort(req.URL.Port()) || req.Header == nil || !validFields(req.Header) || !validFields(req.Trailer) {
 		return false
 	}
 	if _, ok := base.(*http.Transport); !ok {
 		return true
 	}
-	return (req.URL.Scheme == "http" || req.URL.Scheme == "https") && req.URL.Host != ""
+	return req.URL.Scheme == "http" || req.URL.Scheme == "https"
+}
+
+// validPort reports whether p is empty or a port a dial can take: digits,
+// at most 65535.
+func validPort(p string) bool {
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return false
+		}
+		if n = n*10 + int(p[i]-'0'); n > 65535 {
+			return false
+		}
+	}
+	return true
 }
 
 // validFields reports whether every name in h is a token and no value

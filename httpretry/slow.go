@@ -35,14 +35,19 @@ type Hedge struct {
 	// Delay, when above zero, is how long a copy goes without headers
 	// before the next is sent. Zero or less is adaptive: the (1 −
 	// ExtraLoad) quantile of the host's recent times to headers, and no
-	// hedge at all until the host has enough of them (200, for the
-	// default ExtraLoad).
+	// hedge at all until the host has enough of them: ten above the
+	// quantile, at least 100 and at most 400 (200 for the default
+	// ExtraLoad), counted by weight as they fade, each in 500 samples
+	// and in 5 minutes. So a host sent fewer than about 3 requests a
+	// second (for the default; about 1.3 for an ExtraLoad of 0.1) never gathers
+	// the weight, and is not hedged by an adaptive delay: give it a
+	// fixed one.
 	Delay time.Duration
 	// ExtraLoad is the share of requests an adaptive delay hedges. Zero or
 	// less (or NaN) means 0.05, the 95th percentile; above 1, 1.
 	ExtraLoad float64
 	// Max is the most copies sent beyond the first, each Delay after the
-	// one before. Zero means 1; below zero, none: the Hedge only measures.
+	// one before. Zero means 1; below zero, none.
 	Max int
 
 	hosts hosts[latency]
@@ -228,17 +233,20 @@ func (f *flight) finish(c *leg, resp *http.Response, err error) {
 
 // shortcut reports whether a copy's retryable failure sends the next
 // hedge at once: when the flight is hedged, a hedge is left, the request's
-// context is live, and the failure did not name its own wait (a
-// Retry-After, which the retry obeys instead).
+// context is live, the failure did not name its own wait (a Retry-After,
+// which the retry obeys instead), and Policy.Retryable, when set, would
+// retry it.
 func (f *flight) shortcut(resp *http.Response, err error) bool {
 	if f.delay <= 0 || len(f.more) >= f.rt.t.Hedge.hedges() || f.ctx.Err() != nil {
 		return false
 	}
 	if err != nil {
-		return f.rt.retryable(nil, err)
+		return f.rt.retryable(nil, err) && f.rt.policyRetries(err)
 	}
-	_, named := f.rt.retryAfter(resp)
-	return !named
+	if _, named := f.rt.retryAfter(resp); named {
+		return false
+	}
+	return f.rt.policyRetries(&StatusError{Response: resp})
 }
 
 // decide ends the flight: no more hedges, and every leg still in flight
@@ -431,7 +439,20 @@ func (c *leg) keep(resp *http.Response, err error) {
 		return
 	}
 	c.body, resp.Body = resp.Body, c
+	if rw, ok := c.body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		resp.Body = &upgraded{c, rw} // the connection itself: it must stay writable
+	}
 }
+
+// upgraded is the body of a 101 Switching Protocols response, which
+// net/http makes the connection, to read and write: written through, and
+// read and closed as a leg's body is.
+type upgraded struct {
+	*leg
+	w io.Writer
+}
+
+func (u *upgraded) Write(p []byte) (int, error) { return u.w.Write(p) }
 
 // drop lets c's outcome go: its body closed, its context released.
 func (c *leg) drop(resp *http.Response) {

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -57,6 +58,24 @@ func (e *Error) Unwrap() []error {
 		return []error{e.Err}
 	}
 	return []error{e.Err, e.Cause}
+}
+
+// Timeout reports whether the call ended on a timeout, as a [net.Error]'s
+// Timeout does: its last error timed out (an error in Err's chain whose
+// Timeout method reports true, such as httpretry.ErrAttemptTimeout), or its
+// Cause is a deadline (the context's, or backoff.ErrDeadline). So the
+// *url.Error that http.Client returns over one reports Timeout too.
+func (e *Error) Timeout() bool {
+	if t, ok := find[timeout](e.Err); ok && t.Timeout() {
+		return true
+	}
+	return errors.Is(e.Cause, context.DeadlineExceeded)
+}
+
+// timeout is an error that says whether it timed out, as net.Error does.
+type timeout interface {
+	error
+	Timeout() bool
 }
 
 // roundForPeople rounds d to three significant digits: 7.31s, 123ms.

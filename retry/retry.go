@@ -240,7 +240,9 @@ func sleep(ctx context.Context, timer **time.Timer, d time.Duration) error {
 	// own, which may not have run yet (it fires in the same instant as
 	// ours): wait for it, so that the context's own cause is the answer.
 	if deadline, ok := ctx.Deadline(); ok && ctx.Err() == nil && !time.Now().Before(deadline) {
-		<-ctx.Done()
+		if done := ctx.Done(); done != nil { // a Context may report a deadline it never enforces
+			<-done
+		}
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

@@ -1177,3 +1177,24 @@ func TestLoopNeverTrueOnDoneContext(t *testing.T) {
 		t.Fatalf("zero wait after a hook that cancelled: Wait = true or Err %v; want false, cancelled", loop.Err())
 	}
 }
+
+// deadlineOnly reports a deadline its Done never enforces (Done is nil),
+// which the Context contract allows.
+type deadlineOnly struct {
+	context.Context
+	d time.Time
+}
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.d, true }
+
+// TestDeadlineWithNoDone: Sleep to a deadline whose context has no Done
+// channel returns when the wait is over: it waited on that nil channel
+// for ever.
+func TestDeadlineWithNoDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := deadlineOnly{context.Background(), time.Now().Add(time.Second)}
+		if err := retry.Sleep(ctx, time.Second); err != nil {
+			t.Fatalf("Sleep to a deadline with no Done: %v, want nil", err)
+		}
+	})
+}
