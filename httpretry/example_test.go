@@ -231,3 +231,84 @@ func ExampleHedge() {
 	// 200 OK hello from copy 2
 	// requests: 2 - the slow one cancelled
 }
+
+// The Transport's hooks see the request: here, a host that answers 503 to
+// everything, whose budget refuses the second request's retry; OnDone's
+// Cause shows the refusal, though RoundTrip returns the 503 as is.
+func ExampleTransport_onDone() {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer server.Close()
+	var policy retry.Policy
+	policy.UnmarshalText([]byte("no wait, 1 retry"))
+	policy.Budget = &retry.Budget{Burst: 1}
+	tr := &httpretry.Transport{Policy: policy,
+		OnRetry: func(req *http.Request, e retry.Event) { fmt.Printf("%s: retrying after %v\n", req.URL.Path, e.Err) },
+		OnDone: func(req *http.Request, d retry.Done) {
+			var se *httpretry.StatusError
+			if errors.As(d.Err, &se) {
+				fmt.Printf("%s: %v after %d attempts, last %d, refused by the budget: %v\n",
+					req.URL.Path, d.Outcome, d.Attempts, se.Response.StatusCode, errors.Is(d.Cause, retry.ErrBudget))
+			}
+		}}
+	client := &http.Client{Transport: tr}
+	for _, path := range []string{"/first", "/second"} {
+		resp, err := client.Get(server.URL + path)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	// Output:
+	// /first: retrying after 503 Service Unavailable
+	// /first: failed_with_retry after 2 attempts, last 503, refused by the budget: false
+	// /second: failed_without_retry after 1 attempts, last 503, refused by the budget: true
+}
+
+// Resend tells a Base how many sends of its request came before, as
+// OpenTelemetry's http.request.resend_count counts them (the otelretry
+// module sets that attribute on each resend's span).
+func ExampleResend() {
+	server := flaky() // 503 twice, then 200
+	defer server.Close()
+	var policy retry.Policy
+	policy.UnmarshalText([]byte("no wait, 3 retries"))
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		fmt.Println("send, after", httpretry.Resend(req.Context()), "before it")
+		return http.DefaultTransport.RoundTrip(req)
+	})
+	resp, err := (&http.Client{Transport: &httpretry.Transport{Base: base, Policy: policy}}).Get(server.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output:
+	// send, after 0 before it
+	// send, after 1 before it
+	// send, after 2 before it
+	// 200 OK
+}
+
+// CloseIdleConnections reaches the Base's idle connections, as
+// http.Client.CloseIdleConnections does through the Transport.
+func ExampleTransport_CloseIdleConnections() {
+	server := flaky()
+	defer server.Close()
+	base := &http.Transport{}
+	client := &http.Client{Transport: &httpretry.Transport{Base: base}}
+	resp, err := client.Get(server.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	client.CloseIdleConnections() // calls the Transport's, which calls base's
+	fmt.Println(resp.Status)
+	// Output:
+	// 200 OK
+}

@@ -2,7 +2,9 @@ package retry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"expvar"
 	"flag"
 	"fmt"
 	"io"
@@ -408,4 +410,102 @@ func ExampleBudget() {
 	// calls: 1 | budget exhausted: true | retries left: 0
 	// calls: 1 | budget exhausted: true | retries left: 0
 	// after 10 successes: 1
+}
+
+// A Policy with a Name counted in retry.Stats, published with expvar and
+// read back from /debug/vars, as a dashboard's scraper would: one call
+// that succeeded at once, one after a retry, one that gave up.
+func Example_expvar() {
+	expvar.Publish("retry", retry.Stats) // once, in main
+	server := httptest.NewServer(expvar.Handler())
+	defer server.Close()
+
+	policy := retry.Policy{Name: "example-inventory"}
+	policy.UnmarshalText([]byte("no wait, 2 retries"))
+	ctx := context.Background()
+	retry.Do(ctx, policy, func(context.Context) error { return nil })
+	calls := 0
+	retry.Do(ctx, policy, func(context.Context) error {
+		if calls++; calls == 1 {
+			return errors.New("connection reset")
+		}
+		return nil
+	})
+	retry.Do(ctx, policy, func(context.Context) error { return errors.New("connection refused") })
+
+	resp, err := http.Get(server.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	var vars struct {
+		Retry map[string]struct {
+			AtOnce  int `json:"successful_without_retry"`
+			After   int `json:"successful_with_retry"`
+			Failed  int `json:"failed_with_retry"`
+			Retries int `json:"retries"`
+			GaveUp  struct {
+				MaxRetries int `json:"max_retries"`
+			} `json:"gave_up"`
+		} `json:"retry"`
+	}
+	json.NewDecoder(resp.Body).Decode(&vars)
+	c := vars.Retry["example-inventory"]
+	fmt.Printf("at once %d, after retries %d, failed after retries %d (max retries %d); %d retries\n", c.AtOnce, c.After, c.Failed, c.GaveUp.MaxRetries, c.Retries)
+	// Output:
+	// at once 1, after retries 1, failed after retries 1 (max retries 1); 3 retries
+}
+
+// OnDone hears how each call ended, for a metric or a trace of one's own:
+// its outcome, in resilience4j's words, its attempts and why it stopped.
+func ExamplePolicy_onDone() {
+	var policy retry.Policy
+	policy.UnmarshalText([]byte("no wait, 1 retry"))
+	policy.OnDone = func(d retry.Done) {
+		fmt.Printf("%v after %d attempts (cause: %v)\n", d.Outcome, d.Attempts, d.Cause)
+	}
+	ctx := context.Background()
+	retry.Do(ctx, policy, func(context.Context) error { return nil })
+	retry.Do(ctx, policy, func(context.Context) error { return errors.New("connection refused") })
+	retry.Do(ctx, policy, func(context.Context) error { return retry.Permanent(errors.New("404 Not Found")) })
+	// Output:
+	// successful_without_retry after 1 attempts (cause: <nil>)
+	// failed_with_retry after 2 attempts (cause: backoff: no retries left)
+	// failed_without_retry after 1 attempts (cause: <nil>)
+}
+
+// Reading retry.Stats by name, as an exporter does for each row (Each), or
+// for a name's total (Of), with a Budget's tokens as a gauge.
+func ExampleTable_Each() {
+	budget := &retry.Budget{Burst: 3}
+	for _, host := range []string{"db-1", "db-2"} {
+		policy := retry.Policy{Name: "example-orders", Host: host, Budget: budget}
+		policy.UnmarshalText([]byte("no wait, 3 retries"))
+		retry.Do(context.Background(), policy, func(context.Context) error { return nil })
+	}
+	retry.Stats.Each(func(name, host string, c retry.Counts) {
+		if name == "example-orders" {
+			fmt.Printf("%s %s: %d calls, %d attempts, %.1f tokens\n", name, host, c.Calls(), c.Attempts, c.Tokens)
+		}
+	})
+	total := retry.Stats.Of("example-orders")
+	fmt.Println("in all:", total.SucceededAtOnce, "succeeded at once,", total.GaveUp.Budget, "refused by the budget")
+	// Output:
+	// example-orders db-1: 1 calls, 1 attempts, 3.0 tokens
+	// example-orders db-2: 1 calls, 1 attempts, 3.0 tokens
+	// in all: 2 succeeded at once, 0 refused by the budget
+}
+
+// Allow takes a retry from a Budget for work of one's own beyond Do's, as
+// httpretry's hedges do: here, a second request to another replica.
+func ExampleBudget_Allow() {
+	budget := &retry.Budget{Burst: 1}
+	for i := range 3 {
+		fmt.Printf("a second copy of request %d: %v\n", i+1, budget.Allow())
+	}
+	// Output:
+	// a second copy of request 1: true
+	// a second copy of request 2: false
+	// a second copy of request 3: false
 }
