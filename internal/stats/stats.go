@@ -42,7 +42,8 @@ type Counts struct {
 
 	// Tokens is the retries the row's Budget would allow now (+Inf for
 	// one that never refuses), or NaN when no call counted here had a
-	// Budget. A name's total holds its rows' sum.
+	// Budget. A name's total holds its rows' sum, so a Budget that several
+	// rows share counts once in each.
 	Tokens float64 `json:"-"`
 }
 
