@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -140,13 +141,21 @@ func same(t *testing.T, what string, got, want map[string]float64) {
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
 
+var runs atomic.Int64
+
+// unique returns a Policy name for this run of the test alone, so that
+// -count above 1 counts each run apart.
+func unique(t testing.TB) string {
+	return fmt.Sprintf("otelretry-%s-%d", t.Name(), runs.Add(1))
+}
+
 // TestDo: a mix of outcomes through retry.Do and DoValue, every limit,
 // the budget and the context among them, and every point is what was
 // made, none else: the waits are virtual, so the times are exact.
 func TestDo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := register(t)
-		const name = "otelretry-test-do"
+		name := unique(t)
 		p := retry.Policy{Name: name, Schedule: constant(time.Second, 2)}
 		ok := func(context.Context) error { return nil }
 		fail := func(context.Context) error { return errFault }
@@ -207,7 +216,7 @@ func TestDo(t *testing.T) {
 func TestLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := register(t)
-		const name = "otelretry-test-loop"
+		name := unique(t)
 		ctx := context.Background()
 		loop := retry.NewLoop(retry.Policy{Name: name, Schedule: constant(time.Second, 2)})
 		loop.Wait(ctx)      // attempt 1
@@ -297,7 +306,7 @@ func get(t *testing.T, ctx context.Context, rt http.RoundTripper, url string) er
 func TestTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := register(t)
-		const name = "otelretry-test-transport"
+		name := unique(t)
 		bad := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
 		base := &script{answers: map[string][]answer{
 			"/at-once":  {{status: 200, wait: time.Millisecond}},
@@ -412,13 +421,16 @@ func TestTransport(t *testing.T) {
 // own, a port that is no port, the row "other" past 1,024 hosts.
 func TestHosts(t *testing.T) {
 	reader := register(t)
-	const name = "otelretry-test-hosts"
+	name := unique(t)
 	ok := func(context.Context) error { return nil }
 	for _, host := range []string{"", "db-primary", "[2001:db8::1]:5432", "h:http", ":80", "h:65536"} {
 		retry.Do(context.Background(), retry.Policy{Name: name, Host: host}, ok)
 	}
+	// One name for every run, so that -count above 1 adds no rows, and
+	// the reader's instruments stay below the SDK's 2,000 points.
+	const many = "otelretry-TestHosts-many"
 	for i := range 1025 {
-		retry.Do(context.Background(), retry.Policy{Name: name + "-many", Host: fmt.Sprint("h", i)}, ok)
+		retry.Do(context.Background(), retry.Policy{Name: many, Host: fmt.Sprint("h", i)}, ok)
 	}
 	kind := ",kind=successful_without_retry}"
 	same(t, "hosts", points(t, reader, name), map[string]float64{
@@ -435,9 +447,9 @@ func TestHosts(t *testing.T) {
 		"retry.calls{server.address=h:65536" + kind:                      1,
 		"retry.attempts{server.address=h:65536}":                         1,
 	})
-	many := points(t, reader, name+"-many")
-	if len(many) != 2*1025 || many["retry.calls{server.address=other"+kind] != 1 || many["retry.attempts{server.address=h1023}"] != 1 {
-		t.Errorf("1,025 hosts: %d points, %v under other; want 2,050, 1 under other", len(many), many["retry.calls{server.address=other"+kind])
+	got := points(t, reader, many)
+	if n := got["retry.attempts{server.address=h0}"]; len(got) != 2*1025 || n == 0 || got["retry.calls{server.address=other"+kind] != n || got["retry.attempts{server.address=h1023}"] != n {
+		t.Errorf("1,025 hosts: %d points, %v under other, %v under h0; want 2,050, as many under other as under each host", len(got), got["retry.calls{server.address=other"+kind], n)
 	}
 }
 
@@ -446,7 +458,7 @@ func TestHosts(t *testing.T) {
 func TestInstruments(t *testing.T) {
 	reader := register(t)
 	b := &retry.Budget{}
-	retry.Do(context.Background(), retry.Policy{Name: "otelretry-test-instruments", Budget: b, Schedule: constant(-1, 1)},
+	retry.Do(context.Background(), retry.Policy{Name: unique(t), Budget: b, Schedule: constant(-1, 1)},
 		func(context.Context) error { return errFault })
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -496,7 +508,7 @@ func TestInstruments(t *testing.T) {
 // TestUnregister: once unregistered, a collection reports nothing from
 // the table; a registration again reports it all.
 func TestUnregister(t *testing.T) {
-	const name = "otelretry-test-unregister"
+	name := unique(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	reg, err := otelretry.Register(mp)
@@ -520,7 +532,7 @@ func TestUnregister(t *testing.T) {
 
 // TestRegisterGlobal: a nil MeterProvider is the global one.
 func TestRegisterGlobal(t *testing.T) {
-	const name = "otelretry-test-global"
+	name := unique(t)
 	reader := sdkmetric.NewManualReader()
 	before := otel.GetMeterProvider()
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
@@ -578,7 +590,7 @@ func (m refusingMeter) RegisterCallback(f metric.Callback, instruments ...metric
 // TestRegisterRefused: an instrument or the callback refused is Register's
 // error, and nothing is registered.
 func TestRegisterRefused(t *testing.T) {
-	const name = "otelretry-test-refused"
+	name := unique(t)
 	retry.Do(context.Background(), retry.Policy{Name: name}, func(context.Context) error { return nil })
 	for _, instrument := range []string{"retry.calls", "retry.attempt_timeouts", "retry.budget.tokens", ""} {
 		reader := sdkmetric.NewManualReader()
@@ -593,7 +605,7 @@ func TestRegisterRefused(t *testing.T) {
 // TestCollectConcurrent: two readers collecting at once, while calls
 // count, under -race.
 func TestCollectConcurrent(t *testing.T) {
-	const name = "otelretry-test-concurrent"
+	name := unique(t)
 	r1, r2 := register(t), register(t)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -620,7 +632,7 @@ func TestCollectConcurrent(t *testing.T) {
 // nothing with the instruments registered and collected.
 func TestRegisterAddsNothing(t *testing.T) {
 	reader := register(t)
-	p := retry.Policy{Name: "otelretry-test-allocs"}
+	p := retry.Policy{Name: unique(t)}
 	ok := func(context.Context) error { return nil }
 	retry.Do(context.Background(), p, ok)
 	points(t, reader, p.Name)

@@ -24,8 +24,11 @@
 // are server.address alone). The counts are cumulative, as the table's
 // are, and a count still at zero is not reported, as gRPC reports no 0 for
 // a call without retries: a row has a point for each kind and cause it has
-// met, which keeps a name's hosts within the SDK's default cardinality
-// limit (2,000 points an instrument) for far longer. The names, and the
+// met. The SDK holds at most 2,000 points an instrument by default, and
+// folds the rest into one with otel.metric.overflow=true: that fits a
+// name's 1,024 hosts while most of them count one kind of call and no
+// give-up, but a process whose rows make more points than that, over all
+// its names, needs sdkmetric.WithCardinalityLimit. The names, and the
 // anchor each follows so that a dashboard built on it reads them:
 //
 //	retry.calls                   {call}     kind: successful_without_retry, successful_with_retry,
