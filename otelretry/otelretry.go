@@ -58,7 +58,8 @@
 // sums: the mean time a failing call took is retry.failing_calls.duration
 // over retry.calls without kind successful_without_retry, and the rate at
 // which calls are exhausted, which a production checklist alerts on, is
-// retry.gave_up without cause not_retryable over retry.calls. The time
+// retry.gave_up with cause max_retries, max_elapsed, deadline or budget
+// over retry.calls (the README writes it in PromQL). The time
 // waited is a counter, not a histogram: the table keeps sums, not each
 // call's wait, and a histogram of each call would need a hook in every
 // Policy, where this package needs none. The gauge is left out for a row
