@@ -116,8 +116,10 @@ var causes = [...]string{"max_retries", "max_elapsed", "deadline", "budget", "co
 // of it, at each collection: the package doc lists them. A nil mp is the
 // global MeterProvider, otel.GetMeterProvider(). Unregister the result to
 // stop reporting; register once per MeterProvider, since two
-// registrations observe the same instruments twice. It returns an error,
-// and registers nothing, when mp refuses an instrument or the callback.
+// registrations on one report every count twice (the SDK adds what each
+// callback observes). It returns an error, and registers nothing, when mp
+// refuses an instrument or the callback. Register is safe for concurrent
+// use, and so are collections by several readers at once.
 //
 // A collection walks the table once (retry.Stats.Each, which reads each
 // row's Budget under its lock) and makes each row's attributes once for
