@@ -1,0 +1,89 @@
+package otelretry_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/httpretry"
+	"github.com/unherd/backoff/otelretry"
+	"github.com/unherd/backoff/retry"
+)
+
+// The three lines: a MeterProvider with a reader (here the SDK's
+// ManualReader; in production a PeriodicReader with an exporter),
+// Register, and the Transport whose Base is otelhttp's around Resends.
+// A server answers 503 once, then 200: the request's two sends are two
+// spans, the second with http.request.resend_count 1, and the Policy's
+// Name counts one call that succeeded after a retry.
+func Example() {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+
+	reader := sdkmetric.NewManualReader()
+	reg, err := otelretry.Register(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Unregister()
+	client := &http.Client{Transport: &httpretry.Transport{
+		Policy: retry.Policy{Name: "example", Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}}}, // no wait, for the example
+		Base:   otelhttp.NewTransport(otelretry.Resends(http.DefaultTransport), otelhttp.WithTracerProvider(tp)),
+	}}
+	defer client.CloseIdleConnections()
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	for _, s := range spans.Ended() {
+		count := "none"
+		for _, kv := range s.Attributes() {
+			if kv.Key == semconv.HTTPRequestResendCountKey {
+				count = kv.Value.String()
+			}
+		}
+		fmt.Printf("span %q: resend_count %s\n", s.Name(), count)
+	}
+	var rm metricdata.ResourceMetrics
+	reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		sum, ok := m.Data.(metricdata.Sum[int64])
+		if !ok {
+			continue
+		}
+		for _, p := range sum.DataPoints {
+			if name, _ := p.Attributes.Value("retry.name"); name.AsString() == "example" {
+				kind, _ := p.Attributes.Value("kind")
+				fmt.Printf("%s{%s} %d\n", m.Name, kind.AsString(), p.Value)
+			}
+		}
+	}
+	// Output:
+	// span "HTTP GET": resend_count none
+	// span "HTTP GET": resend_count 1
+	// retry.calls{successful_with_retry} 1
+	// retry.attempts{} 2
+	// retry.retries{} 1
+}

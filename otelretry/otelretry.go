@@ -1,0 +1,270 @@
+// Package otelretry reports the retries of github.com/unherd/backoff to
+// OpenTelemetry: the counts of retry.Stats as metrics, and
+// http.request.resend_count on the span of each resent request.
+//
+// Three lines wire it, once per process:
+//
+//	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+//	reg, err := otelretry.Register(mp) // every Policy.Name, from now on
+//	client := &http.Client{Transport: &httpretry.Transport{
+//		Policy: retry.Policy{Name: "payments"},
+//		Base:   otelhttp.NewTransport(otelretry.Resends(http.DefaultTransport)),
+//	}}
+//
+// # Metrics
+//
+// Register adds asynchronous instruments that read retry.Stats when the
+// MeterProvider collects, and at no other time: the calls themselves run
+// as they would without OpenTelemetry, with no allocation and no hook
+// added. Each row of the table (a Policy.Name, and for httpretry each host)
+// is a set of data points with the attribute retry.name, and for a row with
+// a host, server.address and server.port ("api.example:443" is
+// server.address "api.example" and server.port 443; a Policy.Host that is
+// no host:port, and the row "other" that holds a name's hosts past 1,024,
+// are server.address alone). The counts are cumulative, as the table's
+// are, and a count still at zero is not reported, as gRPC reports no 0 for
+// a call without retries: a row has a point for each kind and cause it has
+// met. The SDK holds at most 2,000 points an instrument by default, and
+// folds the rest into one with otel.metric.overflow=true: that fits a
+// name's 1,024 hosts while most of them count one kind of call and no
+// give-up, but a process whose rows make more points than that, over all
+// its names, needs sdkmetric.WithCardinalityLimit. The names, and the
+// anchor each follows so that a dashboard built on it reads them:
+//
+//	retry.calls                   {call}     kind: successful_without_retry, successful_with_retry,
+//	                                         failed_without_retry, failed_with_retry
+//	                                         (resilience4j's resilience4j.retry.calls and its kind)
+//	retry.attempts                {attempt}  each call of fn; for httpretry each attempt, not the
+//	                                         copies of one (gRPC A66's grpc.client.attempt.started)
+//	retry.retries                 {retry}    waits started (gRPC A96's grpc.client.call.retries, summed)
+//	retry.delay                   s          the time waited, a wait cut short as far as it went
+//	                                         (gRPC A96's grpc.client.call.retry_delay, summed)
+//	retry.failing_calls.duration  s          the time taken, start to return, by the calls whose
+//	                                         first attempt failed: every kind but
+//	                                         successful_without_retry, which reads no clock
+//	retry.gave_up                 {call}     cause: max_retries, max_elapsed, deadline, budget,
+//	                                         context, not_retryable (resilience4j's failed kinds
+//	                                         by why; budget is Envoy's upstream_rq_retry_overflow,
+//	                                         max_retries its upstream_rq_retry_limit_exceeded)
+//	retry.hedges                  {hedge}    httpretry's copies sent beyond an attempt's first
+//	                                         (Finagle's backups_sent; gRPC A96's grpc.client.call.hedges)
+//	retry.hedges_won              {hedge}    the copies that won (Finagle's backups_won)
+//	retry.attempt_timeouts        {request}  requests past Transport.AttemptTimeout
+//	                                         (Envoy's upstream_rq_per_try_timeout)
+//	retry.budget.tokens           {retry}    a gauge: the retries the row's Budget would allow now
+//	                                         (Finagle's retries/budget; Envoy's remaining_retries)
+//
+// The counters are observable counters, cumulative, of the table's own
+// sums: the mean time a failing call took is retry.failing_calls.duration
+// over retry.calls without kind successful_without_retry, and the rate at
+// which calls are exhausted, which a production checklist alerts on, is
+// retry.gave_up with cause max_retries, max_elapsed, deadline or budget
+// over retry.calls (the README writes it in PromQL). The time
+// waited is a counter, not a histogram: the table keeps sums, not each
+// call's wait, and a histogram of each call would need a hook in every
+// Policy, where this package needs none. The gauge is left out for a row
+// with no Budget (the table's NaN); a Budget that never refuses (+Inf) is
+// reported as the largest float64, as retry.Stats's JSON writes it, so
+// that the two readings agree and a backend that cannot hold an infinity
+// still holds it. The scope is this package's path: another library's
+// retry.calls is told apart by otel.scope.name.
+//
+// # Traces
+//
+// Resends wraps the RoundTripper that sends each attempt, inside the span
+// otelhttp starts for it, and sets http.request.resend_count on the span of
+// every send but a request's first, as the stable semantic conventions
+// define it: 1 for the first retry or hedge, 2 for the next, counting
+// retries and hedges together (httpretry.Resend). The redirects that
+// http.Client follows are requests of their own to the Transport, each
+// counted from 0.
+package otelretry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/unherd/backoff/retry"
+)
+
+// scope is the instrumentation scope the meter is named for.
+const scope = "github.com/unherd/backoff/otelretry"
+
+// Attribute keys: the Policy's name, resilience4j's kind, why a call gave
+// up, and the semantic conventions' server.address and server.port.
+const (
+	keyName    = attribute.Key("retry.name")
+	keyKind    = attribute.Key("kind")
+	keyCause   = attribute.Key("cause")
+	keyAddress = semconv.ServerAddressKey
+	keyPort    = semconv.ServerPortKey
+)
+
+// causes are the values of cause, in the order of retry.GaveUp's fields.
+var causes = [...]string{"max_retries", "max_elapsed", "deadline", "budget", "context", "not_retryable"}
+
+// Register adds to mp the instruments that report retry.Stats, every row
+// of it, at each collection: the package doc lists them. A nil mp is the
+// global MeterProvider, otel.GetMeterProvider(). Unregister the result to
+// stop reporting; register once per MeterProvider, since two
+// registrations on one report every count twice (the SDK adds what each
+// callback observes). It returns an error, and registers nothing, when mp
+// refuses an instrument or the callback. Register is safe for concurrent
+// use, and so are collections by several readers at once.
+//
+// A collection walks the table once (retry.Stats.Each, which reads each
+// row's Budget under its lock) and makes each row's attributes once for
+// the life of the registration; the calls counted run as they would
+// without it.
+func Register(mp metric.MeterProvider) (metric.Registration, error) {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(scope)
+	var errs [10]error
+	o := &observer{rows: map[rowKey]*rowAttrs{}}
+	o.calls, errs[0] = m.Int64ObservableCounter("retry.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls made under a retry Policy's Name, by kind: how they ended."))
+	o.attempts, errs[1] = m.Int64ObservableCounter("retry.attempts", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts made by the calls: each call of the function retried; for an HTTP transport each attempt, not its hedged copies."))
+	o.retries, errs[2] = m.Int64ObservableCounter("retry.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries: the waits started before another attempt."))
+	o.delay, errs[3] = m.Float64ObservableCounter("retry.delay", metric.WithUnit("s"),
+		metric.WithDescription("Time waited between attempts; a wait cut short counts as far as it went."))
+	o.took, errs[4] = m.Float64ObservableCounter("retry.failing_calls.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time taken, start to return, by the calls whose first attempt failed (every kind but successful_without_retry)."))
+	o.gaveUp, errs[5] = m.Int64ObservableCounter("retry.gave_up", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls that failed, by the cause that stopped them."))
+	o.hedges, errs[6] = m.Int64ObservableCounter("retry.hedges", metric.WithUnit("{hedge}"),
+		metric.WithDescription("Hedges: copies of a request sent beyond an attempt's first."))
+	o.hedgesWon, errs[7] = m.Int64ObservableCounter("retry.hedges_won", metric.WithUnit("{hedge}"),
+		metric.WithDescription("Hedges whose response was the answer."))
+	o.timeouts, errs[8] = m.Int64ObservableCounter("retry.attempt_timeouts", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests cancelled for taking longer than the attempt timeout to their response headers."))
+	o.tokens, errs[9] = m.Float64ObservableGauge("retry.budget.tokens", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries the retry budget would allow now."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	return m.RegisterCallback(o.observe, o.calls, o.attempts, o.retries, o.delay, o.took,
+		o.gaveUp, o.hedges, o.hedgesWon, o.timeouts, o.tokens)
+}
+
+// observer is one registration's instruments, and the attributes of each
+// row it has seen.
+type observer struct {
+	calls, attempts, retries, gaveUp metric.Int64ObservableCounter
+	hedges, hedgesWon, timeouts      metric.Int64ObservableCounter
+	delay, took                      metric.Float64ObservableCounter
+	tokens                           metric.Float64ObservableGauge
+	mu                               sync.Mutex // rows, for collections that overlap
+	rows                             map[rowKey]*rowAttrs
+}
+
+type rowKey struct{ name, host string }
+
+// rowAttrs are a row's attributes as options to observe with: made once,
+// so that a collection reuses them.
+type rowAttrs struct {
+	row    []metric.ObserveOption
+	kinds  [4][]metric.ObserveOption
+	causes [len(causes)][]metric.ObserveOption
+}
+
+// observe reports every row of retry.Stats.
+func (o *observer) observe(_ context.Context, obs metric.Observer) error {
+	retry.Stats.Each(func(name, host string, c retry.Counts) {
+		a := o.attrs(name, host)
+		for kind, n := range [...]uint64{c.SucceededAtOnce, c.SucceededAfterRetries, c.FailedWithoutRetry, c.FailedAfterRetries} {
+			count(obs, o.calls, n, a.kinds[kind])
+		}
+		count(obs, o.attempts, c.Attempts, a.row)
+		count(obs, o.retries, c.Retries, a.row)
+		if c.Waited > 0 {
+			obs.ObserveFloat64(o.delay, c.Waited.Seconds(), a.row...)
+		}
+		if c.Took > 0 {
+			obs.ObserveFloat64(o.took, c.Took.Seconds(), a.row...)
+		}
+		g := c.GaveUp
+		for cause, n := range [...]uint64{g.MaxRetries, g.MaxElapsed, g.Deadline, g.Budget, g.Context, g.NotRetryable} {
+			count(obs, o.gaveUp, n, a.causes[cause])
+		}
+		count(obs, o.hedges, c.Hedges, a.row)
+		count(obs, o.hedgesWon, c.HedgesWon, a.row)
+		count(obs, o.timeouts, c.AttemptTimeouts, a.row)
+		if t, ok := gauge(c.Tokens); ok {
+			obs.ObserveFloat64(o.tokens, t, a.row...)
+		}
+	})
+	return nil
+}
+
+// count observes n, when it is not zero, saturating at the largest int64.
+func count(obs metric.Observer, inst metric.Int64Observable, n uint64, opts []metric.ObserveOption) {
+	if n > 0 {
+		obs.ObserveInt64(inst, int64(min(n, math.MaxInt64)), opts...)
+	}
+}
+
+// gauge is a Budget's tokens as a gauge holds them: none for NaN (a row
+// with no Budget), and the largest float64 for +Inf, as the table's JSON
+// writes it.
+func gauge(x float64) (float64, bool) {
+	switch {
+	case math.IsNaN(x):
+		return 0, false
+	case math.IsInf(x, 1):
+		return math.MaxFloat64, true
+	}
+	return x, true
+}
+
+// attrs returns the attributes of the row of name and host, making them
+// on first sight.
+func (o *observer) attrs(name, host string) *rowAttrs {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if a := o.rows[rowKey{name, host}]; a != nil {
+		return a
+	}
+	base := append([]attribute.KeyValue{keyName.String(name)}, hostAttrs(host)...)
+	with := func(kv attribute.KeyValue) []metric.ObserveOption {
+		set := attribute.NewSet(append(base[:len(base):len(base)], kv)...)
+		return []metric.ObserveOption{metric.WithAttributeSet(set)}
+	}
+	a := &rowAttrs{row: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(base...))}}
+	for kind := range a.kinds {
+		a.kinds[kind] = with(keyKind.String(retry.Outcome(kind).String()))
+	}
+	for cause := range a.causes {
+		a.causes[cause] = with(keyCause.String(causes[cause]))
+	}
+	o.rows[rowKey{name, host}] = a
+	return a
+}
+
+// hostAttrs are a row's host as the semantic conventions name a server:
+// server.address and server.port for "host:port" (the brackets of an IPv6
+// address dropped), server.address alone for anything else, and nothing
+// for the rows of retry.Do and a Loop, which have no host.
+func hostAttrs(host string) []attribute.KeyValue {
+	if host == "" {
+		return nil
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if port, err := strconv.ParseUint(p, 10, 16); err == nil && h != "" {
+			return []attribute.KeyValue{keyAddress.String(h), keyPort.Int(int(port))}
+		}
+	}
+	return []attribute.KeyValue{keyAddress.String(host)}
+}
