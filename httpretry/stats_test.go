@@ -171,3 +171,19 @@ func TestStatsNotRetryable(t *testing.T) {
 		t.Fatalf("a bad certificate: %+v; want one call failed without a retry, not retryable", c)
 	}
 }
+
+// TestStatsTwoTransportsOneRow: two named Transports to one host share a
+// row but not a budget: a request that succeeds at once still allocates
+// nothing (the row's gauge is the first budget it counted; it traded
+// places on every call, allocating).
+func TestStatsTwoTransportsOneRow(t *testing.T) {
+	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return okResponse, nil })
+	a := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: "httpretry-test-two"}}
+	b := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: "httpretry-test-two"}}
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+	a.RoundTrip(req)
+	b.RoundTrip(req)
+	if n := testing.AllocsPerRun(100, func() { a.RoundTrip(req); b.RoundTrip(req) }); n != 0 {
+		t.Fatalf("two Transports of one name to one host: %v allocations a pair, want 0", n)
+	}
+}

@@ -42,7 +42,7 @@ type Counts struct {
 
 	// Tokens is the retries the row's Budget would allow now (+Inf for
 	// one that never refuses), or NaN when no call counted here had a
-	// Budget. A name's total holds its rows' sum, so a Budget that several
+	// Budget; of several, the first the row counted. A name's total holds its rows' sum, so a Budget that several
 	// rows share counts once in each.
 	Tokens float64 `json:"-"`
 }
@@ -173,10 +173,13 @@ func (r *Row) Hedge()          { r.hedges.Add(1) }
 func (r *Row) HedgeWon()       { r.hedgesWon.Add(1) }
 func (r *Row) AttemptTimeout() { r.timeouts.Add(1) }
 
-// Budget makes b the row's gauge of tokens, when it is not already.
+// Budget makes b the row's gauge of tokens, when the row has none yet:
+// the first Budget a row counts stays its gauge, so that two that share a
+// row (two Transports of one Name to one host) neither trade places on
+// every call nor allocate doing it.
 func (r *Row) Budget(b interface{ Tokens() float64 }) {
-	if t := r.budget.Load(); t == nil || t.b != b {
-		r.budget.Store(&tokener{b})
+	if r.budget.Load() == nil {
+		r.budget.CompareAndSwap(nil, &tokener{b})
 	}
 }
 
