@@ -64,7 +64,8 @@ func BenchmarkDoParallel(b *testing.B) {
 }
 
 // BenchmarkDoBudget: the happy path with a Budget, which adds one atomic
-// load (the Budget is full): compare with BenchmarkDo.
+// add (and, one call in 64, a lock to reckon its room): compare with
+// BenchmarkDo.
 func BenchmarkDoBudget(b *testing.B) {
 	ctx := context.Background()
 	ok := func(context.Context) error { return nil }
