@@ -351,9 +351,12 @@ func ExampleError() {
 	var err error = &retry.Error{Err: refused, Attempts: 4, Elapsed: 7312 * time.Millisecond, Cause: backoff.ErrDeadline}
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, refused), errors.Is(err, context.DeadlineExceeded))
+	var timedOut interface{ Timeout() bool } // as net.Error asks
+	fmt.Println(errors.As(err, &timedOut) && timedOut.Timeout())
 	// Output:
 	// retry: giving up after 4 attempts in 7.31s (backoff: the next wait would end after the deadline): dial tcp 10.0.0.4:5432: connect: connection refused
 	// true true
+	// true
 }
 
 // fetchConfig is the user's own code: it retries with retry.Do, and takes
