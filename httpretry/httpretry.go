@@ -84,11 +84,13 @@
 // failing host down after the cause is gone. So with a nil Policy.Budget,
 // the Transport keeps a [retry.Budget] with the defaults for each host,
 // made on first use: a failing host cannot spend another host's retries.
-// Each request to the host that does not fail earns a tenth of a retry,
-// and the budget holds what the last few seconds of them earned (at least
-// one): a busy client has the room to retry a burst of failures at once,
-// and a host that fails every request gets the retries this Transport had
-// saved for it, then none until its requests succeed again. A retry the
+// A new budget holds 10 retries; each request to the host that does not
+// fail earns a tenth of one; and the budget's room fades from those 10
+// into a tenth of the host's recent successes (each counting less by e
+// every 10 seconds), never below one: a busy client has the room to retry
+// a burst of failures at once, and a host that fails every request gets
+// the retries this Transport had saved for it, then none until its
+// requests succeed again. A retry the
 // budget refuses returns the last response as is, as the other limits do.
 // A response not retried because it is not worth retrying (2xx, 4xx but
 // 408 and 429) earns; a Retry-After past MaxRetryAfter or a GetBody that
@@ -135,6 +137,20 @@
 // The first copy goes in the caller's goroutine, and each hedge in the
 // goroutine of the timer that sends it, which ends once Base returns the
 // cancelled request.
+//
+// # Counted
+//
+// A Transport whose Policy has a Name counts each request it may retry in
+// [retry.Stats], under that name and the host ("api.example:443"): the
+// outcome, attempts (not copies), waits, why it stopped, and beside them
+// the hedges sent and won, the attempt timeouts, and the host's budget's
+// tokens as a gauge; hosts past 1,024 count together as "other". It adds
+// no allocation to a request that succeeds at once. Transport.OnRetry and
+// OnDone see the request with each retry and each end, and OnDone's Cause
+// is [retry.ErrBudget] when the budget refused a retry, even when the
+// response comes back as is. [Resend] tells a Base how many sends of its
+// request came before, as http.request.resend_count counts them
+// (github.com/unherd/backoff/otelretry sets it on each resend's span).
 //
 // # Connections and bodies
 //
