@@ -34,6 +34,12 @@
 // an overloaded dependency down: retries are earned by calls that did not
 // fail, and a call that finds none left gives up at once.
 //
+// A Policy with a Name is counted in the process-wide table [Stats], with
+// nothing else to set up: calls by outcome, attempts, waits, and why they
+// stopped, readable by code and as JSON (expvar.Publish("retry",
+// retry.Stats)). Policy.OnDone hears the end of every call, beside
+// OnRetry.
+//
 // It waits on a [time.Timer] in the caller's goroutine, starts no goroutine,
 // and reads the clock with [time.Now] only, so testing/synctest runs a whole
 // retry sequence in virtual time, with no clock to inject. A Policy is safe
