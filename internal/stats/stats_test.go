@@ -497,39 +497,45 @@ func sortRows(rows []string) {
 	}
 }
 
-// TestHosts: a name counts 1,024 hosts apart, not counting "" or "other";
-// the calls to hosts past them count together in its "other" row, which
-// is also the one asked for by name; a host counted apart stays apart,
-// and each name has 1,024 of its own.
+// TestHosts: a name counts 1,024 hosts apart, not counting ""; the calls
+// to hosts past them count together in its "other" row, made for the
+// first of them and kept, which is also the one asked for by name; a host
+// counted apart stays apart, and each name has 1,024 of its own.
 func TestHosts(t *testing.T) {
 	var tb Table
 	if MaxHosts != 1024 || Other != "other" {
 		t.Fatalf("MaxHosts %d, Other %q: retry.Stats documents 1,024 and \"other\"", MaxHosts, Other)
 	}
 	tb.Row("n", "").SucceededAtOnce()
-	explicit := tb.Row("n", Other)
-	if explicit.host != Other {
-		t.Fatalf("Row(n, other) is the row of %q", explicit.host)
-	}
 	apart := map[*Row]bool{}
 	for i := range MaxHosts {
 		host := fmt.Sprintf("h%04d", i)
 		r := tb.Row("n", host)
-		if r == explicit || r.host != host || r.name != "n" || apart[r] {
+		if r.host != host || r.name != "n" || apart[r] {
 			t.Fatalf("host %d, %q, of the first 1,024: not a row of its own (%q)", i, host, r.host)
 		}
 		apart[r] = true
 		r.SucceededAtOnce()
 	}
+	if _, ok := counts(&tb, "n", Other); ok {
+		t.Fatal("an other row before any host past 1,024")
+	}
+	var other *Row
 	for i := MaxHosts; i < MaxHosts+3; i++ {
 		host := fmt.Sprintf("h%04d", i)
 		for range 2 { // the second from the cache, or not
 			r := tb.Row("n", host)
-			if r != explicit {
-				t.Fatalf("host %d, %q, past 1,024: row of %q, not the other row", i, host, r.host)
+			if other == nil {
+				other = r
+			}
+			if r == nil || r != other || r.host != Other || r.name != "n" || apart[r] {
+				t.Fatalf("host %d, %q, past 1,024: not the one other row", i, host)
 			}
 			r.Done(FailedWithoutRetry, 1, time.Millisecond, NotRetryable)
 		}
+	}
+	if r := tb.Row("n", Other); r != other {
+		t.Fatalf("Row(n, other): not the row the hosts past 1,024 count in")
 	}
 	if r := tb.Row("n", "h0000"); r.host != "h0000" || !apart[r] {
 		t.Fatalf("a host counted apart before went to %q", r.host)
@@ -553,9 +559,9 @@ func TestHosts(t *testing.T) {
 	if rows != MaxHosts+2 {
 		t.Fatalf("n has %d rows, want 1,024 hosts, other and \"\"", rows)
 	}
-	other, ok := counts(&tb, "n", Other)
-	if !ok || other.FailedWithoutRetry != 6 || other.Calls() != 6 {
-		t.Fatalf("n's other row: %+v (there: %v), want the 6 calls to the 3 hosts past 1,024", other, ok)
+	oc, ok := counts(&tb, "n", Other)
+	if !ok || oc.FailedWithoutRetry != 6 || oc.Calls() != 6 {
+		t.Fatalf("n's other row: %+v (there: %v), want the 6 calls to the 3 hosts past 1,024", oc, ok)
 	}
 	if got := tb.Of("n"); got.SucceededAtOnce != MaxHosts+1 || got.FailedWithoutRetry != 6 {
 		t.Fatalf("Of(n): %+v, want every row's calls", got)
