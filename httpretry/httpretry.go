@@ -143,8 +143,10 @@
 // A Transport whose Policy has a Name counts each request it may retry in
 // [retry.Stats], under that name and the host ("api.example:443"): the
 // outcome, attempts (not copies), waits, why it stopped, and beside them
-// the hedges sent and won, the attempt timeouts, and the host's budget's
-// tokens as a gauge; hosts past 1,024 count together as "other". It adds
+// the hedges sent and won, the attempt timeouts (of a request it does not
+// retry too: a POST without a key), and the tokens of the budget the
+// host's last request used, as a gauge; hosts past 1,024 count together as
+// "other". It adds
 // no allocation to a request that succeeds at once. Transport.OnRetry and
 // OnDone see the request with each retry and each end, and OnDone's Cause
 // is [retry.ErrBudget] when the budget refused a retry, even when the
@@ -313,6 +315,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return send(base, req)
 	case !replayable(req) && t.AttemptTimeout > 0:
 		rt := roundTrip{request: request{t: t, base: base, req: req}}
+		if p := t.Policy; p.Name != "" { // its attempt timeout is counted, as a retried request's is
+			rt.row = stats.Default.Row(p.Name, *t.labels.of(keyOf(req.URL), never, label))
+		}
 		resp, _, _, err := rt.fly(req.Context(), req, req.Body, 0, 0)
 		return resp, err
 	case !replayable(req):

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -174,8 +175,8 @@ func TestStatsNotRetryable(t *testing.T) {
 
 // TestStatsTwoTransportsOneRow: two named Transports to one host share a
 // row but not a budget: a request that succeeds at once still allocates
-// nothing (the row's gauge is the first budget it counted; it traded
-// places on every call, allocating).
+// nothing (the row's gauge is the budget its last call used, stored
+// without allocating).
 func TestStatsTwoTransportsOneRow(t *testing.T) {
 	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return okResponse, nil })
 	a := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: "httpretry-test-two"}}
@@ -186,4 +187,61 @@ func TestStatsTwoTransportsOneRow(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { a.RoundTrip(req); b.RoundTrip(req) }); n != 0 {
 		t.Fatalf("two Transports of one name to one host: %v allocations a pair, want 0", n)
 	}
+}
+
+// TestStatsGaugeAfterHostForgotten: past 1,024 hosts a Transport forgets
+// budgets and gives a host that comes back a new one; the host's gauge
+// reads the new one, which its requests spend, not the one forgotten.
+func TestStatsGaugeAfterHostForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const name = "httpretry-test-gauge-forgotten"
+		tr := &httpretry.Transport{Policy: retry.Policy{Name: name, Schedule: constant(time.Millisecond, 1000).Schedule},
+			Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				code := http.StatusOK
+				if r.URL.Path == "/down" {
+					code = http.StatusServiceUnavailable
+				}
+				return &http.Response{StatusCode: code, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+			})}
+		send := func(url string) {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			if resp, err := tr.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		send("http://victim.example/ok")
+		for i := range 1024 {
+			send(fmt.Sprintf("http://h%d.example/ok", i))
+		}
+		var done retry.Done
+		tr.OnDone = func(_ *http.Request, d retry.Done) { done = d }
+		send("http://victim.example/down") // a new budget, spent
+		if !errors.Is(done.Cause, retry.ErrBudget) {
+			t.Fatalf("the victim's failing request ended with %v, want the budget spent", done.Cause)
+		}
+		if tokens := statsOf(name, "victim.example:80").Tokens; tokens >= 1 {
+			t.Errorf("the victim's gauge: %v retries allowed, after its budget refused one", tokens)
+		}
+	})
+}
+
+// TestStatsAttemptTimeoutNotReplayable: a request the Transport does not
+// retry (a POST without a key) that times out awaiting its headers counts
+// as an attempt timeout too.
+func TestStatsAttemptTimeoutNotReplayable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const name = "httpretry-test-timeout-post"
+		tr := &httpretry.Transport{Policy: retry.Policy{Name: name}, AttemptTimeout: 100 * time.Millisecond,
+			Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				<-r.Context().Done()
+				return nil, r.Context().Err()
+			})}
+		req, _ := http.NewRequest(http.MethodPost, "http://api.example/", strings.NewReader("x"))
+		if _, err := tr.RoundTrip(req); !errors.Is(err, httpretry.ErrAttemptTimeout) {
+			t.Fatalf("RoundTrip: %v, want ErrAttemptTimeout", err)
+		}
+		if c := statsOf(name, "api.example:80"); c.AttemptTimeouts != 1 || c.Calls() != 0 {
+			t.Errorf("a POST past its AttemptTimeout: %d attempt timeouts, %d calls; want 1 and 0", c.AttemptTimeouts, c.Calls())
+		}
+	})
 }

@@ -96,12 +96,18 @@ type Budget struct {
 
 	earned atomic.Uint64 // calls that earned, ever: the happy path's one atomic operation
 	mu     sync.Mutex    // for the rest, which a retry reads and writes
-	held   int64         // thousandths of a retry held, as of last
-	seen   uint64        // earned, as of last
-	recent float64       // the calls that earned, each fading by e every window since
-	fill   float64       // the room a new Budget starts with, Burst, fading alike, in thousandths
-	last   time.Time     // the last update; zero before the first
-	part   uint64        // what the clock earned since, short of a thousandth, in 10⁻¹² retry
+	state  budgetState
+}
+
+// budgetState is what a Budget holds, reckoned as of last: Tokens reckons
+// a copy, so that reading the gauge changes nothing a retry will see.
+type budgetState struct {
+	held   int64     // thousandths of a retry held, as of last
+	seen   uint64    // earned, as of last
+	recent float64   // the calls that earned, each fading by e every window since
+	fill   float64   // the room a new Budget starts with, Burst, fading alike, in thousandths
+	last   time.Time // the last update; zero before the first
+	part   uint64    // what the clock earned since, short of a thousandth, in 10⁻¹² retry
 }
 
 // window is the time over which a Budget's recent earning calls make room
@@ -135,16 +141,17 @@ func milli(x float64, def int64) int64 {
 
 // Tokens returns the retries the Budget would allow now, for a gauge: a
 // number in [0, its bound], with three decimal places; +Inf for a Budget
-// that never refuses.
+// that never refuses. Reading it changes nothing the Budget does after.
 func (b *Budget) Tokens() float64 {
 	burst := milli(b.Burst, defaultBurst)
 	if burst >= milliMax {
 		return math.Inf(1)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.update(burst, time.Now())
-	return float64(b.held) / milliUnit
+	s := b.state
+	b.mu.Unlock()
+	s.update(b, burst, time.Now())
+	return float64(s.held) / milliUnit
 }
 
 // defaultBurst is a zero Burst, in thousandths.
@@ -160,7 +167,7 @@ func (b *Budget) earn() {
 	}
 	if n := b.earned.Add(1); n == 1 || n%earnEvery == 0 {
 		b.mu.Lock()
-		b.update(milli(b.Burst, defaultBurst), time.Now())
+		b.state.update(b, milli(b.Burst, defaultBurst), time.Now())
 		b.mu.Unlock()
 	}
 }
@@ -181,56 +188,57 @@ func (b *Budget) Allow() bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.update(burst, time.Now())
-	if b.held < milliUnit {
+	s := &b.state
+	s.update(b, burst, time.Now())
+	if s.held < milliUnit {
 		return false
 	}
-	b.held -= milliUnit
+	s.held -= milliUnit
 	return true
 }
 
 // update adds what the Budget earned since it last did, by calls and by
 // the clock, and holds it to its bound: burst, or Ratio × the recent
 // earning calls, whichever is more.
-func (b *Budget) update(burst int64, now time.Time) (bound int64) {
-	if b.last.IsZero() { // the first: a new Budget holds Burst, and has earned nothing by the clock
-		b.held, b.fill, b.last = burst, float64(burst), now
+func (s *budgetState) update(b *Budget, burst int64, now time.Time) (bound int64) {
+	if s.last.IsZero() { // the first: a new Budget holds Burst, and has earned nothing by the clock
+		s.held, s.fill, s.last = burst, float64(burst), now
 	}
 	ratio := milli(b.Ratio, milliUnit/10)
 	n := b.earned.Load()
-	calls := n - b.seen
-	b.seen = n
+	calls := n - s.seen
+	s.seen = n
 	if hi, lo := bits.Mul64(calls, uint64(ratio)); hi != 0 || lo >= milliMax {
-		b.held = milliMax
+		s.held = milliMax
 	} else {
-		b.held = int64(min(uint64(b.held)+lo, milliMax))
+		s.held = int64(min(uint64(s.held)+lo, milliMax))
 	}
-	dt := now.Sub(b.last)
+	dt := now.Sub(s.last)
 	if dt < 0 { // another goroutine reckoned with a later clock
-		dt, now = 0, b.last
+		dt, now = 0, s.last
 	}
-	b.last = now
-	b.refill(uint64(max(dt, 0)))
+	s.last = now
+	s.refill(b, uint64(max(dt, 0)))
 	// The calls since the last update arrived, as far as is known, evenly
 	// over dt: they weigh what that spread weighs now.
 	switch fade := float64(dt) / float64(window); {
 	case fade <= 0:
-		b.recent += float64(calls)
+		s.recent += float64(calls)
 	default:
 		decay := math.Exp(-fade)
-		b.recent = b.recent*decay + float64(calls)*(1-decay)/fade
-		b.fill *= decay
+		s.recent = s.recent*decay + float64(calls)*(1-decay)/fade
+		s.fill *= decay
 	}
-	earned := b.recent*float64(ratio) + float64(milli(b.PerSecond, 0))*window.Seconds()
-	bound = max(min(burst, milliUnit), int64(b.fill), int64(min(earned, milliMax)))
-	b.held = min(b.held, bound)
+	earned := s.recent*float64(ratio) + float64(milli(b.PerSecond, 0))*window.Seconds()
+	bound = max(min(burst, milliUnit), int64(s.fill), int64(min(earned, milliMax)))
+	s.held = min(s.held, bound)
 	return bound
 }
 
 // refill adds what the clock earned over elapsed ns, with PerSecond set.
 // The part of a thousandth it earned is kept for the next refill, so that
 // frequent refills lose nothing to rounding.
-func (b *Budget) refill(elapsed uint64) {
+func (s *budgetState) refill(b *Budget, elapsed uint64) {
 	rate := milli(b.PerSecond, 0) // thousandths a second
 	if rate == 0 {
 		return
@@ -238,13 +246,13 @@ func (b *Budget) refill(elapsed uint64) {
 	// rate × elapsed ns, in 10⁻¹² retry, plus the part kept: 128 bits, so
 	// that a long idle time cannot wrap; past milliMax it is milliMax.
 	hi, lo := bits.Mul64(uint64(rate), elapsed)
-	lo, carry := bits.Add64(lo, b.part, 0)
+	lo, carry := bits.Add64(lo, s.part, 0)
 	hi += carry
 	earned := uint64(milliMax)
 	if hi < uint64(time.Second) {
 		var part uint64
 		earned, part = bits.Div64(hi, lo, uint64(time.Second))
-		b.part = part
+		s.part = part
 	}
-	b.held = int64(min(uint64(b.held)+earned, milliMax))
+	s.held = int64(min(uint64(s.held)+earned, milliMax))
 }

@@ -92,9 +92,12 @@ func testBudgetDefaults(t *testing.T) {
 	if got := b.Tokens(); got != 69 {
 		t.Fatalf("after 700 successes: %v, want 69", got)
 	}
-	// Ten seconds without a call: the 700 weigh 700/e, room for 25.751.
+	// Ten seconds without a call. The room was last reckoned at the 640th
+	// earning call (every 64th reckons; reading Tokens does not), so the
+	// 640 weigh 640/e, and the 60 since, taken as spread evenly over the
+	// 10s, 60 × (1 − 1/e): room for 27.337.
 	time.Sleep(10 * time.Second)
-	if got, want := b.Tokens(), math.Floor(70000/math.E)/1000; got != want {
+	if got, want := b.Tokens(), math.Floor((640/math.E+60*(1-1/math.E))*100)/1000; got != want {
 		t.Fatalf("10s after the last success: %v, want %v", got, want)
 	}
 	// A minute more: room for one retry, and no more.
@@ -105,9 +108,10 @@ func testBudgetDefaults(t *testing.T) {
 	if retries, _ := bad(&b, 1000); retries != 1 || b.Tokens() != 0 {
 		t.Fatalf("a Budget back at its least room: %d retries, %v left; want 1, 0", retries, b.Tokens())
 	}
-	// A new Budget left alone: its 10 fade, by e every 10 seconds, to 1.
+	// A new Budget left alone after its first use (reading Tokens is
+	// none): its 10 fade, by e every 10 seconds, to 1.
 	var idle retry.Budget
-	idle.Tokens()
+	good(&idle)
 	time.Sleep(10 * time.Second)
 	if got, want := idle.Tokens(), math.Floor(10000/math.E)/1000; got != want {
 		t.Fatalf("a new Budget 10s later: %v, want %v", got, want)
@@ -554,4 +558,27 @@ func TestBudgetRoomByAge(t *testing.T) {
 			t.Errorf("an hour's quiet, then 10,000 successes in a second: %d retries allowed, want about 1,000", allowed)
 		}
 	})
+}
+
+// TestBudgetTokensReadOnly: reading the gauge, as a /debug/vars scrape or
+// an OpenTelemetry collection does, changes nothing the Budget allows
+// after: the same calls, read or not, get the same retries.
+func TestBudgetTokensReadOnly(t *testing.T) {
+	retries := func(read bool) (n int) {
+		synctest.Test(t, func(t *testing.T) {
+			b := &retry.Budget{Burst: -1, Ratio: 1}
+			for range 10 {
+				good(b)
+			}
+			if read {
+				b.Tokens()
+			}
+			time.Sleep(10 * time.Second)
+			n, _ = bad(b, 100)
+		})
+		return n
+	}
+	if unread, read := retries(false), retries(true); unread != read {
+		t.Errorf("retries allowed: %d with the gauge unread, %d after one read", unread, read)
+	}
 }

@@ -25,7 +25,10 @@ import (
 // A Loop does not see its attempts' errors: Policy.Retryable is not
 // consulted, and OnRetry, OnDone and the Logger get a nil Err. Under a
 // Policy.Name it counts each run as a call: one that Reset ends as a
-// success, one that Wait's false ends as a failure, with its cause. Unlike Do, it applies
+// success, one that Wait's false ends as a failure, with its cause; each
+// attempt as Wait returns true, so that a run that never ends shows its
+// attempts; and each wait as a retry (Counts.Retries: waits started), the
+// one that starts a run after a Reset too. Unlike Do, it applies
 // no default limit: with none set, it waits for the life of ctx. Nor does
 // it spend from Policy.Budget, which bounds the retries of many calls
 // together: a Loop is one long sequence, which its own limits bound.
@@ -75,13 +78,14 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	switch {
 	case l.err != nil:
 		return false
-	case ctx == nil:
-		return l.stop(context.Background(), errNilContext)
+	case ctx == nil: // a misuse, as for Do: told in Err, not counted as a run
+		l.err = &Error{Attempts: l.attempt, Elapsed: time.Since(l.start), Cause: errNilContext}
+		return false
 	case ctx.Err() != nil:
 		return l.stop(ctx, context.Cause(ctx))
 	case !l.started:
 		l.started = true
-		l.attempt++
+		l.attempted()
 		return true
 	}
 	wait, ok := l.s.Next()
@@ -99,6 +103,9 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	}
 	if hooked {
 		l.p.notify(ctx, Event{Attempt: l.s.Attempt(), Wait: wait, Elapsed: now.Sub(l.start)})
+		if l.p.Name != "" { // the hooks' time is not the wait's
+			now = time.Now()
+		}
 	}
 	cause := sleep(ctx, &l.timer, wait)
 	if l.p.Name != "" {
@@ -107,13 +114,23 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	if cause != nil {
 		return l.stop(ctx, cause)
 	}
-	l.attempt++
+	l.attempted()
 	return true
+}
+
+// attempted counts an attempt about to start: under a Name, in the table
+// at once, so that a run that never ends (a supervisor's) shows its
+// attempts as they are made.
+func (l *Loop) attempted() {
+	l.attempt++
+	if l.p.Name != "" {
+		l.p.row().Attempt(1)
+	}
 }
 
 // stop ends the loop with cause, and returns false.
 func (l *Loop) stop(ctx context.Context, cause error) bool {
-	l.err = l.p.giveUp(ctx, nil, l.attempt, l.start, cause)
+	l.err = l.p.giveUp(ctx, nil, l.attempt, 0, l.start, cause)
 	return false
 }
 
@@ -131,7 +148,7 @@ func (l *Loop) Reset() {
 		if l.attempt > 1 {
 			o = SucceededAfterRetries
 		}
-		l.p.ended(o, l.attempt, l.start, -1, nil, nil)
+		l.p.ended(o, l.attempt, 0, l.start, -1, nil, nil)
 	}
 	l.s.Reset()
 	l.attempt, l.err, l.start = 0, nil, time.Now()

@@ -110,7 +110,7 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 		return errNilContext
 	case ctx.Err() != nil:
 		if p.Name != "" || p.OnDone != nil {
-			p.ended(FailedWithoutRetry, 0, time.Time{}, 0, nil, context.Cause(ctx))
+			p.ended(FailedWithoutRetry, 0, 0, time.Time{}, 0, nil, context.Cause(ctx))
 		}
 		return context.Cause(ctx)
 	}
@@ -119,7 +119,7 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 	if err == nil {
 		p.earn()
 		if p.Name != "" || p.OnDone != nil {
-			p.ended(SucceededAtOnce, 1, start, -1, nil, nil)
+			p.ended(SucceededAtOnce, 1, 1, start, -1, nil, nil)
 		}
 		return nil
 	}
@@ -162,34 +162,37 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 	attempts, attemptStart := 1, start
 	for {
 		if cause, final := p.final(ctx, err); final { // 1, 2
-			return p.giveUp(ctx, err, attempts, start, cause)
+			return p.giveUp(ctx, err, attempts, attempts, start, cause)
 		}
 		if d, ok := waitOf(err); ok { // 3
 			s.Override(d)
 		}
 		wait, ok := s.Next()
 		if !ok {
-			return p.giveUp(ctx, err, attempts, start, s.Err())
+			return p.giveUp(ctx, err, attempts, attempts, start, s.Err())
 		}
 		var now time.Time
 		if hasDeadline || hooked || row != nil {
 			now = time.Now()
 		}
 		if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
-			return p.giveUp(ctx, err, attempts, start, backoff.ErrDeadline)
+			return p.giveUp(ctx, err, attempts, attempts, start, backoff.ErrDeadline)
 		}
 		if p.Budget != nil && !p.Budget.Allow() { // 5
-			return p.giveUp(ctx, err, attempts, start, ErrBudget)
+			return p.giveUp(ctx, err, attempts, attempts, start, ErrBudget)
 		}
 		if hooked { // 6
 			p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
+			if row != nil { // the hooks' time is not the wait's
+				now = time.Now()
+			}
 		}
 		cause := sleep(ctx, &timer, wait)
 		if row != nil {
 			row.Waited(time.Since(now))
 		}
 		if cause != nil {
-			return p.giveUp(ctx, err, attempts, start, cause)
+			return p.giveUp(ctx, err, attempts, attempts, start, cause)
 		}
 		attempts++
 		if hasDeadline {
@@ -200,7 +203,7 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		if err = fn(ctx); err == nil {
 			p.earn()
 			if p.Name != "" || p.OnDone != nil {
-				p.ended(SucceededAfterRetries, attempts, start, -1, nil, nil)
+				p.ended(SucceededAfterRetries, attempts, attempts, start, -1, nil, nil)
 			}
 			return nil
 		}
@@ -295,10 +298,10 @@ func (p *Policy) notify(ctx context.Context, e Event) {
 }
 
 // giveUp builds the Error that ends a sequence, and logs it.
-func (p *Policy) giveUp(ctx context.Context, err error, attempts int, start time.Time, cause error) error {
+func (p *Policy) giveUp(ctx context.Context, err error, attempts, uncounted int, start time.Time, cause error) error {
 	e := &Error{Err: err, Attempts: attempts, Elapsed: time.Since(start), Cause: cause}
 	if p.Name != "" || p.OnDone != nil {
-		p.ended(outcome(attempts), attempts, start, e.Elapsed, err, cause)
+		p.ended(outcome(attempts), attempts, uncounted, start, e.Elapsed, err, cause)
 	}
 	if p.Logger != nil && p.Logger.Enabled(ctx, slog.LevelWarn) {
 		attrs := [4]slog.Attr{slog.Int("attempts", e.Attempts), slog.Duration("elapsed", e.Elapsed)}

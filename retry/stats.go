@@ -79,17 +79,18 @@ type Done struct {
 // ended counts a call's end under p.Name, and tells p.OnDone. It reads the
 // clock only for OnDone or for a call that did not succeed at once, whose
 // time the table counts; took is that time when the caller has it, or
-// -1.
-func (p *Policy) ended(outcome Outcome, attempts int, start time.Time, took time.Duration, err, cause error) {
+// -1. Of its attempts, the table is told the uncounted: a Loop counts
+// each as it starts.
+func (p *Policy) ended(outcome Outcome, attempts, uncounted int, start time.Time, took time.Duration, err, cause error) {
 	if took < 0 && (p.OnDone != nil || outcome != SucceededAtOnce) {
 		took = time.Since(start)
 	}
 	if p.Name != "" {
 		r := p.row()
-		if outcome == SucceededAtOnce {
+		if outcome == SucceededAtOnce && uncounted == 1 {
 			r.SucceededAtOnce()
 		} else {
-			r.Done(int(outcome), attempts, took, causeOf(cause, outcome))
+			r.Done(int(outcome), uncounted, took, causeOf(cause, outcome))
 		}
 	}
 	if p.OnDone != nil {

@@ -264,3 +264,65 @@ func TestStatsAllocs(t *testing.T) {
 		t.Errorf("a named call with two retries and no wait: %v allocations, %v without a Name", with, without)
 	}
 }
+
+// TestStatsWaitedExcludesHooks: the time waited is the waits', not the
+// hooks' that run before each: a 100ms wait after an OnRetry that takes a
+// second counts 100ms, through Do and a Loop alike.
+func TestStatsWaitedExcludesHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := retry.Policy{Name: "test-waited-hooks", Schedule: constant(100*time.Millisecond, 1),
+			OnRetry: func(retry.Event) { time.Sleep(time.Second) }}
+		retry.Do(context.Background(), p, func(context.Context) error { return errFault })
+		if c := retry.Stats.Of(p.Name); c.Waited != 100*time.Millisecond || c.Took != 1100*time.Millisecond {
+			t.Errorf("Do: waited %v, took %v; want 100ms and 1.1s", c.Waited, c.Took)
+		}
+		p.Name = "test-waited-hooks-loop"
+		l := retry.NewLoop(p)
+		l.Wait(context.Background())
+		l.Wait(context.Background())
+		if c := retry.Stats.Of(p.Name); c.Waited != 100*time.Millisecond {
+			t.Errorf("Loop: waited %v, want 100ms", c.Waited)
+		}
+	})
+}
+
+// TestStatsLoopAttemptsAsMade: a Loop's attempts count as Wait returns
+// true, so that a supervisor whose run never ends shows them, and its
+// end counts none again.
+func TestStatsLoopAttemptsAsMade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := retry.Policy{Name: "test-loop-attempts", Schedule: constant(time.Second, 5)}
+		l := retry.NewLoop(p)
+		for i := 1; i <= 4; i++ {
+			l.Wait(context.Background())
+			if c := retry.Stats.Of(p.Name); c.Attempts != uint64(i) || c.Retries != uint64(i-1) || c.Calls() != 0 {
+				t.Fatalf("after %d attempts of a run not ended: %d attempts, %d retries, %d calls", i, c.Attempts, c.Retries, c.Calls())
+			}
+		}
+		l.Reset()
+		l.Wait(context.Background()) // a wait, then the next run's first attempt
+		l.Reset()
+		c := retry.Stats.Of(p.Name)
+		if c.Attempts != 5 || c.SucceededAfterRetries != 1 || c.SucceededAtOnce != 1 || c.Retries != 4 {
+			t.Errorf("two runs, of 4 attempts and of 1: %+v", c)
+		}
+	})
+}
+
+// TestStatsNilContext: a nil ctx is a misuse, told in the error and not
+// counted as a call, by Do and by a Loop alike.
+func TestStatsNilContext(t *testing.T) {
+	p := retry.Policy{Name: "test-nil-context"}
+	//lint:ignore SA1012 the misuse under test
+	if err := retry.Do(nil, p, func(context.Context) error { return nil }); err == nil {
+		t.Fatal("Do(nil) returned nil")
+	}
+	l := retry.NewLoop(p)
+	//lint:ignore SA1012 the misuse under test
+	if l.Wait(nil) || l.Err() == nil {
+		t.Fatal("Loop.Wait(nil) returned true, or no Err")
+	}
+	if c := retry.Stats.Of(p.Name); c.Calls() != 0 || c.GaveUp != (retry.GaveUp{}) {
+		t.Errorf("a nil ctx counted: %+v", c)
+	}
+}

@@ -42,8 +42,9 @@ type Counts struct {
 
 	// Tokens is the retries the row's Budget would allow now (+Inf for
 	// one that never refuses), or NaN when no call counted here had a
-	// Budget; of several, the first the row counted. A name's total holds its rows' sum, so a Budget that several
-	// rows share counts once in each.
+	// Budget; of several, the one its last call counted. A name's total
+	// holds its rows' sum, so a Budget that several rows share counts once
+	// in each.
 	Tokens float64 `json:"-"`
 }
 
@@ -115,7 +116,7 @@ type Row struct {
 	name, host string
 	atOnce     [stripes]stripe // calls that succeeded at once, striped: the happy path's count
 	calls      [4]atomic.Uint64
-	extra      atomic.Int64 // attempts beyond each call's first; −1 for a call that made none
+	attempts   atomic.Uint64 // the attempts of every call but those SucceededAtOnce counts
 	retries    atomic.Uint64
 	waited     atomic.Int64
 	took       atomic.Int64
@@ -123,10 +124,8 @@ type Row struct {
 	hedges     atomic.Uint64
 	hedgesWon  atomic.Uint64
 	timeouts   atomic.Uint64
-	budget     atomic.Pointer[tokener]
+	budget     atomic.Value // the interface{ Tokens() float64 } Budget last counted
 }
-
-type tokener struct{ b interface{ Tokens() float64 } }
 
 // stripes spread the happy path's count over cache lines, chosen by where
 // the caller's stack is, so that goroutines on other processors rarely add
@@ -146,18 +145,24 @@ func (r *Row) SucceededAtOnce() {
 	r.atOnce[uintptr(unsafe.Pointer(&here))>>12%stripes].n.Add(1)
 }
 
-// Done counts a call that ended otherwise: its outcome, its attempts, the
-// time it took, and why it stopped.
+// Done counts a call that ended otherwise: its outcome, its attempts (those
+// not counted already by Attempt), the time it took, and why it stopped.
 func (r *Row) Done(outcome, attempts int, took time.Duration, cause int) {
 	r.calls[outcome].Add(1)
-	if attempts != 1 {
-		r.extra.Add(int64(attempts - 1))
-	}
+	r.Attempt(attempts)
 	if outcome != SucceededAtOnce {
 		r.took.Add(int64(max(took, 0)))
 	}
 	if cause != NoCause {
 		r.gaveUp[cause].Add(1)
+	}
+}
+
+// Attempt counts n attempts of a call not yet ended: a Loop counts each
+// as it starts, so that a supervisor that never ends shows them.
+func (r *Row) Attempt(n int) {
+	if n > 0 {
+		r.attempts.Add(uint64(n))
 	}
 }
 
@@ -173,13 +178,14 @@ func (r *Row) Hedge()          { r.hedges.Add(1) }
 func (r *Row) HedgeWon()       { r.hedgesWon.Add(1) }
 func (r *Row) AttemptTimeout() { r.timeouts.Add(1) }
 
-// Budget makes b the row's gauge of tokens, when the row has none yet:
-// the first Budget a row counts stays its gauge, so that two that share a
-// row (two Transports of one Name to one host) neither trade places on
-// every call nor allocate doing it.
+// Budget makes b the row's gauge of tokens: the Budget the row's last call
+// counted, so that a host whose Budget httpretry forgot and made anew is
+// read from the new one. b's dynamic type must be the same on every call
+// (retry's *Budget): a pointer in an interface, stored without allocating,
+// and only when it changes.
 func (r *Row) Budget(b interface{ Tokens() float64 }) {
-	if r.budget.Load() == nil {
-		r.budget.CompareAndSwap(nil, &tokener{b})
+	if r.budget.Load() != any(b) {
+		r.budget.Store(b)
 	}
 }
 
@@ -192,11 +198,9 @@ func (r *Row) sumAtOnce() (n uint64) {
 
 // counts reads the row.
 func (r *Row) counts() Counts {
-	// extra first: Done adds to calls before extra, so every extra read
-	// has its call read too, and Attempts never falls below zero.
-	extra := r.extra.Load()
+	atOnce := r.sumAtOnce()
 	c := Counts{
-		SucceededAtOnce:       r.calls[SucceededAtOnce].Load() + r.sumAtOnce(),
+		SucceededAtOnce:       r.calls[SucceededAtOnce].Load() + atOnce,
 		SucceededAfterRetries: r.calls[SucceededAfterRetries].Load(),
 		FailedWithoutRetry:    r.calls[FailedWithoutRetry].Load(),
 		FailedAfterRetries:    r.calls[FailedAfterRetries].Load(),
@@ -213,9 +217,11 @@ func (r *Row) counts() Counts {
 		AttemptTimeouts: r.timeouts.Load(),
 		Tokens:          math.NaN(),
 	}
-	c.Attempts = uint64(int64(c.Calls()) + extra)
-	if t := r.budget.Load(); t != nil {
-		c.Tokens = t.b.Tokens()
+	// Two counts that only grow, so that their sum only grows, whatever
+	// the order they are read in: a call that made no attempt adds nothing.
+	c.Attempts = atOnce + r.attempts.Load()
+	if b, ok := r.budget.Load().(interface{ Tokens() float64 }); ok {
+		c.Tokens = b.Tokens()
 	}
 	return c
 }
@@ -259,6 +265,9 @@ func (t *Table) Row(name, host string) *Row {
 func (t *Table) row(name, host string) *Row {
 	t.mu.RLock()
 	r := t.rows[key{name, host}]
+	if r == nil && host != "" && t.hosts[name] >= MaxHosts {
+		r = t.rows[key{name, Other}] // a host past the bound: no write lock for it
+	}
 	t.mu.RUnlock()
 	if r != nil {
 		return r

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -193,8 +194,9 @@ func TestRowCounts(t *testing.T) {
 }
 
 // TestBudget: a row's Tokens is its Budget's, read as it is now; NaN with
-// none; the first Budget a row is given stays its gauge, and giving one
-// again allocates nothing.
+// none; the last Budget a row is given is its gauge (httpretry makes a
+// host a new one after forgetting it), and giving one, the same or
+// another, allocates nothing.
 func TestBudget(t *testing.T) {
 	var tb Table
 	r := tb.Row("n", "h")
@@ -207,15 +209,19 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("Tokens of a row with a Budget holding 2.5: %v", got)
 	}
 	r.Budget(&second)
-	if got := r.counts().Tokens; got != 2.5 {
-		t.Fatalf("Tokens after a second Budget: %v, want the first's, 2.5", got)
+	if got := r.counts().Tokens; got != 7 {
+		t.Fatalf("Tokens after a second Budget: %v, want the second's, 7", got)
 	}
+	r.Budget(&first)
 	first = 1.25
 	if got := tb.Of("n").Tokens; got != 1.25 {
 		t.Fatalf("Tokens once the Budget holds 1.25: %v, want it read now", got)
 	}
-	if n := testing.AllocsPerRun(100, func() { r.Budget(&second) }); n != 0 {
-		t.Fatalf("Budget on a row that has one: %v allocations, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { r.Budget(&first) }); n != 0 {
+		t.Fatalf("Budget on a row that has it: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { r.Budget(&second); r.Budget(&first) }); n != 0 {
+		t.Fatalf("Budget on a row that has another: %v allocations, want 0", n)
 	}
 	inf := gauge(math.Inf(1))
 	r2 := tb.Row("n", "h2")
@@ -909,5 +915,86 @@ func TestTokensJSON(t *testing.T) {
 		if p := tokens(x); p == nil || *p != want {
 			t.Errorf("tokens(%v) = %v, want %v", x, p, want)
 		}
+	}
+}
+
+// TestPastBoundReadLock: once a name counts MaxHosts hosts apart and has
+// its Other row, a host past the bound finds that row under the read lock
+// only, so that a client that reaches many hosts does not take the
+// table's write lock on every request to them.
+func TestPastBoundReadLock(t *testing.T) {
+	var tb Table
+	for i := range MaxHosts {
+		tb.row("n", fmt.Sprint("h", i))
+	}
+	other := tb.row("n", "past-0")
+	if other.host != Other {
+		t.Fatalf("the first host past the bound counts under %q, want %q", other.host, Other)
+	}
+	var got *Row
+	if waitsForLock(tb.mu.RLock, tb.mu.RUnlock, func() { got = tb.row("n", "past-1") }) || got != other {
+		t.Fatal("a host past the bound waited for the write lock to find the Other row")
+	}
+	// A name with room left still makes its host's row under the write lock.
+	if !waitsForLock(tb.mu.RLock, tb.mu.RUnlock, func() { got = tb.row("m", "past-1") }) || got.host != "past-1" {
+		t.Fatal("a name with room made a host's row without the write lock")
+	}
+}
+
+// TestAttempt: a Loop's attempts, counted as they start with Attempt, add
+// to Attempts before the run ends, and its end adds none again; a count of
+// zero or less adds nothing.
+func TestAttempt(t *testing.T) {
+	var tb Table
+	r := tb.Row("n", "")
+	r.Attempt(1)
+	r.Attempt(2)
+	r.Attempt(0)
+	r.Attempt(-3)
+	if c := r.counts(); c.Attempts != 3 || c.Calls() != 0 {
+		t.Fatalf("after Attempt(1), (2), (0), (−3): Attempts %d, calls %d; want 3 and 0", c.Attempts, c.Calls())
+	}
+	r.Done(FailedAfterRetries, 0, time.Second, MaxRetries)
+	if c := r.counts(); c.Attempts != 3 || c.FailedAfterRetries != 1 {
+		t.Fatalf("after the run's end: Attempts %d, failed after retries %d; want 3 and 1", c.Attempts, c.FailedAfterRetries)
+	}
+}
+
+// TestAttemptsOnlyGrow: Attempts never goes back and never counts an
+// attempt not made, read while calls that made none (their context was
+// done before fn) are counted: each count only grows, as the doc says, and
+// an OpenTelemetry counter read from it never resets.
+func TestAttemptsOnlyGrow(t *testing.T) {
+	var tb Table
+	r := tb.Row("n", "")
+	const calls = 200000
+	var made atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range calls {
+			if i%2 == 0 {
+				r.Done(FailedWithoutRetry, 0, 0, Context)
+			} else {
+				made.Add(1)
+				r.SucceededAtOnce()
+			}
+		}
+	}()
+	var last uint64
+	for reading := true; reading; {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		a := r.counts().Attempts
+		if a < last || a > made.Load() {
+			t.Fatalf("Attempts read %d after %d, with %d attempts made", a, last, made.Load())
+		}
+		last = a
+	}
+	if a := r.counts().Attempts; a != calls/2 {
+		t.Fatalf("Attempts %d, want %d", a, calls/2)
 	}
 }
