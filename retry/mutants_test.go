@@ -1,0 +1,112 @@
+package retry_test
+
+// Tests that pin behaviour the rest of the suite left loose, found by
+// mutation testing (each names the rule of the contract it checks).
+
+import (
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff/retry"
+)
+
+// TestBudgetFirstUseIsFirstEarn: a Budget's Burst fades from its first
+// use, and a call that earns is a use: a success, then ten quiet seconds,
+// leave the new Budget's 10 faded by e. A Budget whose Ratio is negative
+// earns nothing, so a success does not touch it (Do's happy path adds
+// nothing to it): its 10 fade from its first read instead.
+func TestBudgetFirstUseIsFirstEarn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{}
+		good(b)
+		time.Sleep(10 * time.Second)
+		if got, want := b.Tokens(), math.Floor(10000/math.E)/1000; got != want {
+			t.Errorf("a success, then 10s: %v, want the 10 faded by e, %v", got, want)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Ratio: -0.5}
+		good(b)
+		time.Sleep(10 * time.Second)
+		if got := b.Tokens(); got != 10 {
+			t.Errorf("Ratio -0.5: a success, then 10s, then the first read: %v, want 10", got)
+		}
+	})
+}
+
+// TestBudgetReckonedEvery64: the room counts each earning call by its
+// age, reckoned every 64 calls, the calls since the last reckoning taken
+// as evenly spread between the two. One success at 0 (the first use,
+// reckoned), 63 more at 10s (the 64th reckons them as spread over the 10s),
+// and a read at 20s: the room is Ratio × (e⁻¹ + 63(1 − e⁻¹)) × e⁻¹ ≈ 1.479,
+// above the new Budget's 10 faded twice (1.353).
+func TestBudgetReckonedEvery64(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{}
+		good(b)
+		time.Sleep(10 * time.Second)
+		for range 63 {
+			good(b)
+		}
+		time.Sleep(10 * time.Second)
+		want := 0.1 * (1/math.E + 63*(1-1/math.E)) / math.E
+		if got := b.Tokens(); math.Abs(got-want) > 0.002 {
+			t.Errorf("1 success, 63 more 10s later, read 10s after: %v, want %.3f", got, want)
+		}
+	})
+}
+
+// TestBudgetNeverRefusesAtMilliMax: a Burst of 2^52 thousandths exactly
+// is a Budget that never refuses, as more is: Tokens is +Inf, and Allow
+// says yes however long it sat idle (an idle Budget's room fades to one
+// retry, but this one has no room to fade).
+func TestBudgetNeverRefusesAtMilliMax(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Burst: float64(1<<52) / 1000}
+		if got := b.Tokens(); !math.IsInf(got, 1) {
+			t.Fatalf("Burst 2^52 thousandths: Tokens() = %v, want +Inf", got)
+		}
+		b.Allow()
+		time.Sleep(time.Hour)
+		for i := range 3 {
+			if !b.Allow() {
+				t.Fatalf("Burst 2^52 thousandths, an hour idle: Allow %d refused", i+1)
+			}
+		}
+		if got := b.Tokens(); !math.IsInf(got, 1) {
+			t.Fatalf("Burst 2^52 thousandths, after retries: Tokens() = %v, want +Inf", got)
+		}
+	})
+}
+
+// TestBudgetRefillPast64Bits: the clock's refill is counted in 128 bits,
+// exactly, however large: at 18,446,744.073 retries a second (its rate in
+// 10⁻¹² retry a nanosecond, times a second, is just short of 2^64), the
+// part of a thousandth kept from an earlier refill carries the next one
+// past 2^64, and the second earns its 18,446,744.073 retries all the same;
+// and a refill of 2^64 × 10⁹ exactly, at 2^52 thousandths a second for
+// 4096 seconds, fills it to the most it counts, 2^52 thousandths.
+func TestBudgetRefillPast64Bits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Ratio: -1, Burst: -1, PerSecond: 18446744.073}
+		b.Tokens()    // the clock earns from the first read
+		time.Sleep(2) // 36.893488146 thousandths: 0.036 held, 893488146 × 10⁻¹² kept
+		if got := b.Tokens(); got != 0.036 {
+			t.Fatalf("2ns at 18446744.073/s: %v, want 0.036", got)
+		}
+		time.Sleep(time.Second) // 18446744073 thousandths and the part kept: 893488146 × 10⁻¹² again
+		if got, want := b.Tokens(), 18446744.109; got != want {
+			t.Fatalf("then a second: %v, want %v", got, want)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Ratio: -1, Burst: -1, PerSecond: float64(1<<52) / 1000}
+		b.Tokens()
+		time.Sleep(4096 * time.Second)
+		if got, want := b.Tokens(), float64(1<<52)/1000; got != want {
+			t.Fatalf("4096s at 2^52 thousandths a second: %v, want %v", got, want)
+		}
+	})
+}
