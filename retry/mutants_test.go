@@ -4,11 +4,15 @@ package retry_test
 // mutation testing (each names the rule of the contract it checks).
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/retry"
 )
 
@@ -110,3 +114,37 @@ func TestBudgetRefillPast64Bits(t *testing.T) {
 		}
 	})
 }
+
+// timeoutErr is an error that says whether it timed out, as net.Error
+// does.
+type timeoutErr bool
+
+func (e timeoutErr) Error() string { return fmt.Sprintf("timeout %v", bool(e)) }
+func (e timeoutErr) Timeout() bool { return bool(e) }
+
+// TestErrorTimeout: an Error is a timeout when its last error timed out,
+// through wrapping, whatever its Cause; or when its Cause is a deadline.
+// An error whose Timeout says false, or no Timeout at all, leaves it to
+// the Cause.
+func TestErrorTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		e    *retry.Error
+		want bool
+	}{
+		{&retry.Error{Err: timeoutErr(true), Cause: backoff.ErrMaxRetries}, true},
+		{&retry.Error{Err: fmt.Errorf("fetching: %w", timeoutErr(true))}, true},
+		{&retry.Error{Err: errors.Join(errFault, timeoutErr(true)), Cause: errSentinel}, true},
+		{&retry.Error{Err: timeoutErr(false), Cause: backoff.ErrMaxRetries}, false},
+		{&retry.Error{Err: timeoutErr(false), Cause: backoff.ErrDeadline}, true},
+		{&retry.Error{Err: errFault, Cause: context.DeadlineExceeded}, true},
+		{&retry.Error{Err: errFault, Cause: context.Canceled}, false},
+		{&retry.Error{Err: errFault}, false},
+		{&retry.Error{Cause: retry.ErrBudget}, false},
+	} {
+		if got := tt.e.Timeout(); got != tt.want {
+			t.Errorf("%v: Timeout() = %v, want %v", tt.e, got, tt.want)
+		}
+	}
+}
+
+var errSentinel = errors.New("sentinel")
