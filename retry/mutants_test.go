@@ -148,3 +148,35 @@ func TestErrorTimeout(t *testing.T) {
 }
 
 var errSentinel = errors.New("sentinel")
+
+// TestLoopOnDoneRuns: a Loop's run ends, for OnDone, at a Reset after a
+// Wait that returned true (a success) and at the Wait that returns false
+// (a failure); a Reset before any Wait, a second Reset in a row, and a
+// Reset after the Loop stopped end no run.
+func TestLoopOnDoneRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []retry.Done
+		loop := retry.NewLoop(retry.Policy{Schedule: constant(time.Second, 0), OnDone: func(d retry.Done) { got = append(got, d) }})
+		ctx := context.Background()
+		loop.Reset() // before the first Wait: no run
+		loop.Wait(ctx)
+		loop.Reset() // a run that succeeded at once
+		loop.Reset() // no Wait since: no run
+		if !loop.Wait(ctx) || loop.Attempt() != 1 { // the curve's first wait, 1s
+			t.Fatalf("Wait after a Reset: attempt %d, %v", loop.Attempt(), loop.Err())
+		}
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if loop.Wait(done) {
+			t.Fatal("Wait on a done ctx returned true")
+		}
+		loop.Reset() // after the Loop stopped: its run was counted as it stopped
+		want := []retry.Done{
+			{Outcome: retry.SucceededAtOnce, Attempts: 1},
+			{Outcome: retry.FailedWithoutRetry, Attempts: 1, Elapsed: time.Second, Cause: context.Canceled},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("OnDone heard\n%v\nwant\n%v", got, want)
+		}
+	})
+}
