@@ -180,3 +180,78 @@ func TestLoopOnDoneRuns(t *testing.T) {
 		}
 	})
 }
+
+// TestOnDoneEveryEnd: OnDone, with no Name, hears a call whose ctx was
+// done before fn ran (no attempt, no time) and one that succeeded after
+// retries (with the time it took).
+func TestOnDoneEveryEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []retry.Done
+		p := retry.Policy{Schedule: constant(time.Second, 3), OnDone: func(d retry.Done) { got = append(got, d) }}
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		retry.Do(done, p, func(context.Context) error { return nil })
+		r := newRecorder(0, errFault, errFault)
+		retry.Do(context.Background(), p, r.fn)
+		want := []retry.Done{
+			{Outcome: retry.FailedWithoutRetry, Cause: context.Canceled},
+			{Outcome: retry.SucceededAfterRetries, Attempts: 3, Elapsed: 2 * time.Second},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("OnDone heard\n%v\nwant\n%v", got, want)
+		}
+	})
+}
+
+// TestLiveContextWithoutDeadline: a context that can be cancelled, has no
+// deadline and stays live does not hold a wait: Do retries after its
+// waits and succeeds, and a Loop waits and goes on.
+func TestLiveContextWithoutDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		r := newRecorder(0, errFault, errFault)
+		if err := retry.Do(ctx, retry.Policy{Schedule: constant(time.Second, 3)}, r.fn); err != nil || len(r.calls) != 3 {
+			t.Fatalf("Do on a live ctx: %v after %d calls, want nil after 3", err, len(r.calls))
+		}
+		r = newRecorder(0, errFault, errFault)
+		if err := retry.Do(ctx, retry.Policy{Schedule: noWait(3)}, r.fn); err != nil || len(r.calls) != 3 {
+			t.Fatalf("Do on a live ctx, no wait: %v after %d calls, want nil after 3", err, len(r.calls))
+		}
+		loop := retry.NewLoop(retry.Policy{Schedule: constant(time.Second, 0)})
+		for i := range 3 {
+			if !loop.Wait(ctx) {
+				t.Fatalf("Wait %d on a live ctx: %v", i+1, loop.Err())
+			}
+		}
+	})
+}
+
+// TestDeadlineZeroWaitInstantAttempts: under a deadline, a retry with no
+// wait after an attempt that took no time fits, however close the
+// deadline: it needs no time at all.
+func TestDeadlineZeroWaitInstantAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		defer cancel()
+		calls := 0
+		err := retry.Do(ctx, retry.Policy{Schedule: noWait(3)}, func(context.Context) error { calls++; return errFault })
+		if e := asError(t, err); calls != 4 || e.Cause != backoff.ErrMaxRetries {
+			t.Fatalf("no wait, instant attempts, under a deadline: %d calls, %v; want 4, ended by MaxRetries", calls, err)
+		}
+	})
+}
+
+// TestSleepZeroPastUnenforcedDeadline: Sleep of zero or less returns nil
+// at once on a live context, even one whose deadline has passed without
+// ending it (a Context may report a deadline it never enforces).
+func TestSleepZeroPastUnenforcedDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := deadlineOnly{context.Background(), time.Now().Add(-time.Second)}
+		for _, d := range []time.Duration{0, -time.Second} {
+			if err := retry.Sleep(ctx, d); err != nil {
+				t.Errorf("Sleep(%v) past a deadline that is not enforced: %v, want nil", d, err)
+			}
+		}
+	})
+}
