@@ -162,7 +162,8 @@ func TestLoopOnDoneRuns(t *testing.T) {
 		loop.Wait(ctx)
 		loop.Reset() // a run that succeeded at once
 		loop.Reset() // no Wait since: no run
-		if !loop.Wait(ctx) || loop.Attempt() != 1 { // the curve's first wait, 1s
+		// The curve's first wait, 1s, then attempt 1 of a new run.
+		if !loop.Wait(ctx) || loop.Attempt() != 1 {
 			t.Fatalf("Wait after a Reset: attempt %d, %v", loop.Attempt(), loop.Err())
 		}
 		done, cancel := context.WithCancel(ctx)
