@@ -95,8 +95,8 @@ func TestBudgetNeverRefusesAtMilliMax(t *testing.T) {
 func TestBudgetRefillPast64Bits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{Ratio: -1, Burst: -1, PerSecond: 18446744.073}
-		b.Tokens()    // the clock earns from the first read
-		time.Sleep(2) // 36.893488146 thousandths: 0.036 held, 893488146 × 10⁻¹² kept
+		b.Tokens()                      // the clock earns from the first read
+		time.Sleep(2 * time.Nanosecond) // 36.893488146 thousandths: 0.036 held, 893488146 × 10⁻¹² kept
 		if got := b.Tokens(); got != 0.036 {
 			t.Fatalf("2ns at 18446744.073/s: %v, want 0.036", got)
 		}
