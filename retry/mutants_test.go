@@ -256,3 +256,25 @@ func TestSleepZeroPastUnenforcedDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetFractionalNegativeFields: a field below zero means none of it,
+// however little below: PerSecond −0.5 earns nothing by the clock, and a
+// Burst of −0.5 holds nothing of its own, so a success at Ratio 1 on a new
+// Budget leaves it exactly the one retry it earned.
+func TestBudgetFractionalNegativeFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{PerSecond: -0.5, Burst: 2}
+		drain(t, b)
+		time.Sleep(10 * time.Second)
+		if got := b.Tokens(); got != 0 {
+			t.Errorf("PerSecond −0.5, drained, 10s later: %v, want 0", got)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Burst: -0.5, Ratio: 1}
+		good(b)
+		if got := b.Tokens(); got != 1 {
+			t.Errorf("Burst −0.5, Ratio 1, one success: %v, want 1", got)
+		}
+	})
+}
