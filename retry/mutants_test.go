@@ -278,3 +278,19 @@ func TestBudgetFractionalNegativeFields(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetZeroPerSecondEarnsNothing: the default PerSecond is none: a
+// drained zero Budget left alone earns nothing by the clock, in a second
+// or in an hour.
+func TestBudgetZeroPerSecondEarnsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b retry.Budget
+		drain(t, &b)
+		for _, d := range []time.Duration{time.Second, time.Hour} {
+			time.Sleep(d)
+			if got := b.Tokens(); got != 0 {
+				t.Fatalf("a drained zero Budget, %v later: %v, want 0", d, got)
+			}
+		}
+	})
+}
