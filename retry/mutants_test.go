@@ -243,15 +243,25 @@ func TestDeadlineZeroWaitInstantAttempts(t *testing.T) {
 	})
 }
 
-// TestSleepZeroPastUnenforcedDeadline: Sleep of zero or less returns nil
-// at once on a live context, even one whose deadline has passed without
-// ending it (a Context may report a deadline it never enforces).
-func TestSleepZeroPastUnenforcedDeadline(t *testing.T) {
+// TestSleepUnenforcedDeadline: on a live context whose deadline has
+// passed without ending it (a Context may report a deadline it never
+// enforces), Sleep of zero or less returns nil at once, and any wait
+// longer than none, a nanosecond included, would pass the deadline:
+// backoff.ErrDeadline, at once.
+func TestSleepUnenforcedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := deadlineOnly{context.Background(), time.Now().Add(-time.Second)}
-		for _, d := range []time.Duration{0, -time.Second} {
-			if err := retry.Sleep(ctx, d); err != nil {
-				t.Errorf("Sleep(%v) past a deadline that is not enforced: %v, want nil", d, err)
+		for _, deadline := range []time.Time{time.Now(), time.Now().Add(-time.Second)} {
+			ctx := deadlineOnly{context.Background(), deadline}
+			for _, d := range []time.Duration{0, -time.Second} {
+				if err := retry.Sleep(ctx, d); err != nil {
+					t.Errorf("Sleep(%v) at or past a deadline that is not enforced: %v, want nil", d, err)
+				}
+			}
+			for _, d := range []time.Duration{time.Nanosecond, time.Second} {
+				start := time.Now()
+				if err := retry.Sleep(ctx, d); err != backoff.ErrDeadline || time.Since(start) != 0 {
+					t.Errorf("Sleep(%v) at or past a deadline that is not enforced: %v after %v, want ErrDeadline at once", d, err, time.Since(start))
+				}
 			}
 		}
 	})
