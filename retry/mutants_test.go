@@ -2,6 +2,40 @@ package retry_test
 
 // Tests that pin behaviour the rest of the suite left loose, found by
 // mutation testing (each names the rule of the contract it checks).
+//
+// The mutants no test can kill, and why they change nothing
+// (shared/tools/mutate, run on every mutant of the package):
+//
+//   - budget.go milli, !(x > 0) → !(x >= 0): x == 0 has returned already.
+//   - budget.go Tokens, math.Inf(1) → Inf(2), Inf(0): Inf(sign) is +Inf
+//     for every sign ≥ 0.
+//   - budget.go update, hi != 0 || lo >= milliMax → &&, and >= → >: the
+//     sum held + lo is below 2^64 (held ≤ 2^52, lo < 2^58 for the at most
+//     64 calls between two reckonings), so it saturates to milliMax
+//     anyway; only some 4,000 earning calls between two reckonings, at a
+//     Ratio near +Inf, racing one lock, could tell.
+//   - budget.go update, dt < 0 → <= 0, < 1: at dt == 0 the body assigns
+//     what is already there.
+//   - budget.go update, dt < 0 → < −1, and each change to its body
+//     (deleted, 0 → 1, 0 → −1): unreachable, since Tokens, Allow and earn
+//     read time.Now() after taking b.mu, so each update's now is no
+//     earlier on the monotonic clock than the last one's: dt ≥ 0.
+//   - budget.go update, max(dt, 0) → max(dt, −1): dt ≥ 0 there.
+//   - budget.go refill, rate == 0 → == −1, and its return deleted: with
+//     rate 0 the rest adds 0 and keeps b.part as it was.
+//   - errors.go waitOf, return 0, false → 1 or −1: its one caller reads
+//     the wait only when ok.
+//   - loop.go Wait, fits(now, wait, 0, …) → −1; retry.go fits,
+//     max(took, 0) → max(took, −1): took is never below 0 (a Loop passes 0,
+//     and Do's next now is read after the wait's timer fired and fn ran).
+//   - loop.go Reset, retry.go Do and retrying, ended(…, −1, …) → −2:
+//     ended reads any took below 0 as "not measured".
+//   - retry.go fits, need < 0 → need < −1: the sum of two durations in
+//     [0, MaxInt64] wraps to at most −2, never to −1.
+//   - retry.go notify and giveUp, [4]slog.Attr → [5]: at most 4 are set,
+//     and only attrs[:n] is logged.
+//   - stats.go causeOf, Is(Canceled) || Is(DeadlineExceeded) → &&: the
+//     case it falls to returns stats.Context, as this one does.
 
 import (
 	"context"
