@@ -17,9 +17,10 @@ package retry_test
 //   - budget.go update, dt < 0 → <= 0, < 1: at dt == 0 the body assigns
 //     what is already there.
 //   - budget.go update, dt < 0 → < −1, and each change to its body
-//     (deleted, 0 → 1, 0 → −1): unreachable, since Tokens, Allow and earn
-//     read time.Now() after taking b.mu, so each update's now is no
-//     earlier on the monotonic clock than the last one's: dt ≥ 0.
+//     (deleted, 0 → 1, 0 → −1): unreachable, since Allow and earn read
+//     time.Now() after taking b.mu, and Tokens after copying the state
+//     under it, so each update's now is no earlier on the monotonic clock
+//     than the last one's: dt ≥ 0.
 //   - budget.go update, max(dt, 0) → max(dt, −1): dt ≥ 0 there.
 //   - budget.go refill, rate == 0 → == −1, and its return deleted: with
 //     rate 0 the rest adds 0 and keeps b.part as it was.
@@ -54,7 +55,8 @@ import (
 // use, and a call that earns is a use: a success, then ten quiet seconds,
 // leave the new Budget's 10 faded by e. A Budget whose Ratio is negative
 // earns nothing, so a success does not touch it (Do's happy path adds
-// nothing to it): its 10 fade from its first read instead.
+// nothing to it): its 10 fade from its first retry (reading Tokens is
+// no use).
 func TestBudgetFirstUseIsFirstEarn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{}
@@ -69,7 +71,7 @@ func TestBudgetFirstUseIsFirstEarn(t *testing.T) {
 		good(b)
 		time.Sleep(10 * time.Second)
 		if got := b.Tokens(); got != 10 {
-			t.Errorf("Ratio -0.5: a success, then 10s, then the first read: %v, want 10", got)
+			t.Errorf("Ratio -0.5: a success, then 10s, then a read: %v, want 10", got)
 		}
 	})
 }
@@ -129,8 +131,11 @@ func TestBudgetNeverRefusesAtMilliMax(t *testing.T) {
 func TestBudgetRefillPast64Bits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{Ratio: -1, Burst: -1, PerSecond: 18446744.073}
-		b.Tokens()                      // the clock earns from the first read
+		b.Allow()                       // the clock earns from the first use (reading Tokens is none); none held, none taken
 		time.Sleep(2 * time.Nanosecond) // 36.893488146 thousandths: 0.036 held, 893488146 × 10⁻¹² kept
+		if b.Allow() {                  // a reckoning, which keeps the part
+			t.Fatal("0.036 of a retry held, and Allow took one")
+		}
 		if got := b.Tokens(); got != 0.036 {
 			t.Fatalf("2ns at 18446744.073/s: %v, want 0.036", got)
 		}
@@ -141,7 +146,7 @@ func TestBudgetRefillPast64Bits(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{Ratio: -1, Burst: -1, PerSecond: float64(1<<52) / 1000}
-		b.Tokens()
+		b.Allow()
 		time.Sleep(4096 * time.Second)
 		if got, want := b.Tokens(), float64(1<<52)/1000; got != want {
 			t.Fatalf("4096s at 2^52 thousandths a second: %v, want %v", got, want)
