@@ -35,6 +35,11 @@ package retry_test
 //     [0, MaxInt64] wraps to at most −2, never to −1.
 //   - retry.go notify and giveUp, [4]slog.Attr → [5]: at most 4 are set,
 //     and only attrs[:n] is logged.
+//   - loop.go stop and Reset, uncounted 0 → −1: the table's Attempt adds
+//     nothing for a count of zero or less.
+//   - stats.go ended, uncounted == 1 → == 2: a call that succeeded at once
+//     is then counted by Done (its call, its one attempt, no time) instead
+//     of the striped count: the same counts, only slower.
 //   - stats.go causeOf, Is(Canceled) || Is(DeadlineExceeded) → &&: the
 //     case it falls to returns stats.Context, as this one does.
 
