@@ -200,3 +200,83 @@ func TestLatencyScales(t *testing.T) {
 		t.Fatalf("after 200,000 samples: total %v, estimate %v; want finite, about 10ms", l.total, l.estimate())
 	}
 }
+
+// TestLatencyFades: each sample weighs e^(1/fadeSamples) times the one
+// before it, and e^(Δt/fadeTime) more for the time between them, so that
+// what came 5 minutes before weighs e^-3 of what comes now.
+func TestLatencyFades(t *testing.T) {
+	var l latency
+	t0 := time.Unix(0, 0)
+	l.add(time.Millisecond, false, t0, 0.05)
+	w0 := float64(l.weight)
+	l.add(time.Millisecond, false, t0, 0.05)
+	if got, want := float64(l.weight)/w0, math.Exp(1.0/fadeSamples); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("a sample in the same instant weighs %v times the one before, want e^(1/%d) = %v", got, fadeSamples, want)
+	}
+	w1 := float64(l.weight)
+	l.add(time.Millisecond, false, t0.Add(5*time.Minute), 0.05)
+	if got, want := float64(l.weight)/w1, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("a sample 5 minutes later weighs %v times the one before, want e^(1/%d + 3) = %v", got, fadeSamples, want)
+	}
+	w2 := float64(l.weight)
+	l.add(time.Millisecond, false, t0.Add(10*time.Minute), 0.05)
+	if got, want := float64(l.weight)/w2, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("a sample 5 minutes after that weighs %v times the one before, want e^(1/%d + 3) = %v: the time is from the last sample", got, fadeSamples, want)
+	}
+}
+
+// TestLatencyIdleForgets: after an idle spell, what came before counts for
+// nothing: times all in one bucket put the 95th percentile exactly where
+// linear interpolation within it says, whatever was there before.
+func TestLatencyIdleForgets(t *testing.T) {
+	var l latency
+	t0 := time.Unix(0, 0)
+	for i := range 1000 {
+		l.add(time.Duration(1+i%50)*time.Second, i%4 == 0, t0, 0.05) // slow, and a quarter cut
+		t0 = t0.Add(time.Millisecond)
+	}
+	t0 = t0.Add(time.Hour)
+	for range 300 {
+		l.add(time.Millisecond, false, t0, 0.05)
+	}
+	i := bucket(time.Millisecond)
+	lo, hi := bounds(i)
+	want := hi - time.Duration(0.05*float64(hi-lo))
+	if got := l.quantile(0.05); got < want-time.Nanosecond || got > want+time.Nanosecond {
+		t.Fatalf("300 times of 1ms after an idle hour: 95th percentile %v, want %v, a twentieth of [%v, %v) below its top", got, want, lo, hi)
+	}
+}
+
+// TestLatencyRecomputed: the estimate is recomputed every recompute
+// samples, never later.
+func TestLatencyRecomputed(t *testing.T) {
+	var l latency
+	t0 := time.Unix(0, 0)
+	for i := range 600 {
+		l.add(time.Duration(1+i)*100*time.Microsecond, false, t0, 0.05) // each sample moves the quantile
+		t0 = t0.Add(time.Millisecond)
+		if (i+1)%recompute == 0 {
+			if got, want := l.estimate(), l.quantile(0.05); got != want {
+				t.Fatalf("after %d samples: estimate %v, quantile %v; want it recomputed every %d", i+1, got, want, recompute)
+			}
+		}
+	}
+	if l.estimate() == 0 {
+		t.Fatalf("after 600 samples: no estimate")
+	}
+}
+
+// TestLatencyAllInstant: a host whose every time to headers is 0 (in
+// memory, or in virtual time) has an estimate, the least delay there is,
+// 1ns, for an ExtraLoad of 1: never 0, which would say too few samples.
+func TestLatencyAllInstant(t *testing.T) {
+	var l latency
+	t0 := time.Unix(0, 0)
+	for range 200 {
+		l.add(0, false, t0, 1)
+		t0 = t0.Add(time.Millisecond)
+	}
+	if got := l.estimate(); got != 1 {
+		t.Fatalf("200 times of 0, ExtraLoad 1: estimate %v, want 1ns", got)
+	}
+}

@@ -1,0 +1,269 @@
+package httpretry_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/unherd/backoff/httpretry"
+	"github.com/unherd/backoff/retry"
+)
+
+// Tests that mutation testing (SPEC-retry.md's httpretry sections) found
+// missing: each pins a behaviour that no other test held.
+
+// TestRecordHeaderErrorOnlyHTTPIsAMismatch: a TLS record header error is
+// an HTTP server on an https URL, not retried, only when the record starts
+// "HTTP/"; any other bad record is a transport fault like any other.
+func TestRecordHeaderErrorOnlyHTTPIsAMismatch(t *testing.T) {
+	for _, tt := range []struct {
+		header string
+		want   bool
+	}{
+		{"HTTP/", false},
+		{"\x15\x03\x03\x00\x02", true}, // an alert record, mangled on the way
+		{"SSH-2", true},
+	} {
+		var rec tls.RecordHeaderError
+		copy(rec.RecordHeader[:], tt.header)
+		if got := httpretry.DefaultRetryable(nil, rec); got != tt.want {
+			t.Errorf("DefaultRetryable(nil, a record header %q) = %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}
+
+// TestSentOnceUntouched: a request that cannot be sent again, with no
+// AttemptTimeout, reaches Base as the caller made it, and its response
+// comes back as Base gave it; with one, however short, it is bounded, and
+// its one send is no resend.
+func TestSentOnceUntouched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got *http.Request
+		want := &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody}
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) { got = req; return want, nil })
+		req, _ := http.NewRequest(http.MethodPost, "http://api.example/orders", strings.NewReader("x"))
+		resp, err := (&httpretry.Transport{Base: base}).RoundTrip(req)
+		if got != req || resp != want || err != nil {
+			t.Fatalf("a POST: Base got %p (sent %p), RoundTrip returned %p, %v (Base's %p); want both as they were", got, req, resp, err, want)
+		}
+
+		slow := newSlow(func(int) answer { return answer{wait: time.Millisecond} })
+		req, _ = http.NewRequest(http.MethodPost, "http://api.example/orders", strings.NewReader("x"))
+		_, err = (&httpretry.Transport{Base: slow, AttemptTimeout: time.Nanosecond}).RoundTrip(req)
+		if !errors.Is(err, httpretry.ErrAttemptTimeout) || slow.requests() != 1 {
+			t.Fatalf("a POST under an AttemptTimeout of 1ns, answered in 1ms: %v after %d requests; want ErrAttemptTimeout after 1", err, slow.requests())
+		}
+		if n := httpretry.Resend(slow.ctxs[0]); n != 0 {
+			t.Fatalf("a POST's one send says it is resend %d, want 0", n)
+		}
+	})
+}
+
+// TestAttemptTimeoutNeverHedgesWhatCannotBeSentAgain: a POST without a key
+// is bounded by AttemptTimeout but sent once, however slow its headers,
+// with or without a Hedge.
+func TestAttemptTimeoutNeverHedgesWhatCannotBeSentAgain(t *testing.T) {
+	for _, hedge := range []*httpretry.Hedge{nil, {Delay: time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			base := newSlow(func(int) answer { return answer{wait: 50 * time.Millisecond, body: "made"} })
+			tr := &httpretry.Transport{Base: base, AttemptTimeout: time.Second, Hedge: hedge}
+			req, _ := http.NewRequest(http.MethodPost, "http://api.example/orders", strings.NewReader("x"))
+			start := time.Now()
+			resp, err := tr.RoundTrip(req)
+			if err != nil || readAll(t, resp) != "made" || base.requests() != 1 || time.Since(start) != 50*time.Millisecond {
+				t.Fatalf("a slow POST, Hedge %v: %v after %d requests in %v; want its answer after one in 50ms", hedge, err, base.requests(), time.Since(start))
+			}
+			synctest.Wait()
+			if !base.released() {
+				t.Fatalf("a slow POST, Hedge %v: its context is live after its body was read", hedge)
+			}
+		})
+	}
+}
+
+// TestResendAfterHedges: a retry after an attempt whose copies all failed
+// counts every copy before it, as http.request.resend_count counts sends.
+func TestResendAfterHedges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var resends []int
+		base := newSlow(func(n int) answer {
+			switch n {
+			case 1:
+				return answer{wait: 100 * time.Millisecond, status: 503}
+			case 2:
+				return answer{wait: 10 * time.Millisecond, status: 503}
+			}
+			return answer{wait: time.Millisecond, body: "ok"}
+		})
+		seen := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			resends = append(resends, httpretry.Resend(req.Context()))
+			mu.Unlock()
+			return base.RoundTrip(req)
+		})
+		p := constant(time.Second, 3)
+		p.Budget = httpretry.NoBudget()
+		tr := &httpretry.Transport{Base: seen, Policy: p, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || readAll(t, resp) != "ok" {
+			t.Fatalf("%v, %v; want the retry's 200", resp, err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(resends) != "[0 1 2]" {
+			t.Fatalf("resends seen %v, want [0 1 2]: the retry comes after two sends", resends)
+		}
+	})
+}
+
+// TestBodiesResentBounded: under AttemptTimeout or a Hedge, each retry and
+// each hedge sends the whole body again, from GetBody.
+func TestBodiesResentBounded(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tr   *httpretry.Transport
+	}{
+		{"AttemptTimeout, a retry", &httpretry.Transport{AttemptTimeout: time.Second}},
+		{"Hedge, a hedge", &httpretry.Transport{Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var sent []string
+				base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					b, _ := io.ReadAll(req.Body)
+					req.Body.Close()
+					mu.Lock()
+					sent = append(sent, string(b))
+					n := len(sent)
+					mu.Unlock()
+					if n == 1 && tt.tr.Hedge != nil { // slow: the hedge answers
+						<-req.Context().Done()
+						return nil, req.Context().Err()
+					}
+					status := http.StatusOK
+					if n == 1 {
+						status = http.StatusServiceUnavailable
+					}
+					return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody}, nil
+				})
+				tr := tt.tr
+				tr.Base, tr.Policy = base, constant(time.Second, 3)
+				req, _ := http.NewRequest(http.MethodPut, "http://api.example/doc", strings.NewReader(`{"v":1}`))
+				resp, err := tr.RoundTrip(req)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("%v, %v; want the second send's 200", resp, err)
+				}
+				resp.Body.Close()
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if fmt.Sprint(sent) != `[{"v":1} {"v":1}]` {
+					t.Fatalf("bodies sent %q, want the whole body twice", sent)
+				}
+			})
+		})
+	}
+}
+
+// TestRetryableAskedOncePerResponse: the Transport's Retryable is asked
+// once for each response, whether the attempt is bounded, hedged or
+// neither: a Retryable that counts what it sees counts each once.
+func TestRetryableAskedOncePerResponse(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tr   *httpretry.Transport
+	}{
+		{"plain", &httpretry.Transport{}},
+		{"AttemptTimeout", &httpretry.Transport{AttemptTimeout: time.Second}},
+		{"Hedge", &httpretry.Transport{Hedge: &httpretry.Hedge{Delay: time.Second}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var asked atomic.Int64
+				tr := tt.tr
+				tr.Base, tr.Policy = newServer(s503, s500), constant(time.Second, 3)
+				tr.Retryable = func(resp *http.Response, err error) bool {
+					asked.Add(1)
+					return httpretry.DefaultRetryable(resp, err)
+				}
+				resp, err := get(t, context.Background(), tr)
+				if err != nil || readAll(t, resp) != "ok" {
+					t.Fatalf("%v, %v; want the third response, ok", resp, err)
+				}
+				if n := asked.Load(); n != 3 {
+					t.Fatalf("Retryable asked %d times for 3 responses, want 3", n)
+				}
+			})
+		})
+	}
+}
+
+// TestHedgeRefusedIsNotTriedAgain: a hedge the budget refuses is not sent,
+// not then and not later in the attempt, even once the budget has earned
+// a token again: the copies in flight go on.
+func TestHedgeRefusedIsNotTriedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSlow(func(int) answer { return answer{wait: time.Second, body: "slow"} })
+		p := constant(time.Second, 3)
+		p.Budget = &retry.Budget{Burst: 1, PerSecond: 10} // a token now, then one each 100ms
+		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 2}}
+		start := time.Now()
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || readAll(t, resp) != "slow" || time.Since(start) != time.Second {
+			t.Fatalf("%v, %v after %v; want the first copy's answer after 1s", resp, err, time.Since(start))
+		}
+		synctest.Wait()
+		base.mu.Lock()
+		defer base.mu.Unlock()
+		if fmt.Sprint(base.at) != "[0s 10ms]" {
+			t.Fatalf("copies sent at %v; want the first, and one hedge at 10ms: the second, refused at 20ms, never", base.at)
+		}
+	})
+}
+
+// TestHedgeShortcutRefused: a copy that fails at once would send the next
+// hedge now; when the budget refuses it, no copy is left in flight and
+// the attempt has failed, there and then: its 503 comes back, as the
+// budget refuses the retry too.
+func TestHedgeShortcutRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSlow(func(int) answer { return answer{wait: time.Millisecond, status: 503, body: "busy"} })
+		p := constant(time.Second, 3)
+		p.Budget = &retry.Budget{Burst: -1} // no token, ever
+		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		start := time.Now()
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || resp.StatusCode != 503 || readAll(t, resp) != "busy" || time.Since(start) != time.Millisecond || base.requests() != 1 {
+			t.Fatalf("%v, %v after %v and %d requests; want the 503 after 1ms, one request", resp, err, time.Since(start), base.requests())
+		}
+	})
+}
+
+// TestHedgeOfNoneIsNoHedge: a Hedge whose Max is below zero sends no
+// hedge and, with no AttemptTimeout, changes nothing: Base gets the
+// caller's request and its response comes back as Base gave it.
+func TestHedgeOfNoneIsNoHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got *http.Request
+		want := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) { got = req; return want, nil })
+		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: -1}}
+		req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+		resp, err := tr.RoundTrip(req)
+		if got != req || resp != want || resp.Body != http.NoBody || err != nil {
+			t.Fatalf("a Hedge of Max -1: Base got %p (sent %p), RoundTrip returned %p with Body %T, %v; want both as they were", got, req, resp, resp.Body, err)
+		}
+	})
+}
