@@ -223,6 +223,12 @@ func TestLatencyFades(t *testing.T) {
 	if got, want := float64(l.weight)/w2, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
 		t.Errorf("a sample 5 minutes after that weighs %v times the one before, want e^(1/%d + 3) = %v: the time is from the last sample", got, fadeSamples, want)
 	}
+	l.add(time.Millisecond, false, t0.Add(10*time.Minute+time.Hour), 0.05) // an idle hour: a fresh start
+	w3 := float64(l.weight)
+	l.add(time.Millisecond, false, t0.Add(15*time.Minute+time.Hour), 0.05)
+	if got, want := float64(l.weight)/w3, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("5 minutes after a fresh start, a sample weighs %v times the one before, want e^(1/%d + 3) = %v", got, fadeSamples, want)
+	}
 }
 
 // TestLatencyIdleForgets: after an idle spell, what came before counts for
@@ -251,6 +257,7 @@ func TestLatencyIdleForgets(t *testing.T) {
 // samples, never later.
 func TestLatencyRecomputed(t *testing.T) {
 	var l latency
+	var last time.Duration
 	t0 := time.Unix(0, 0)
 	for i := range 600 {
 		l.add(time.Duration(1+i)*100*time.Microsecond, false, t0, 0.05) // each sample moves the quantile
@@ -259,6 +266,9 @@ func TestLatencyRecomputed(t *testing.T) {
 			if got, want := l.estimate(), l.quantile(0.05); got != want {
 				t.Fatalf("after %d samples: estimate %v, quantile %v; want it recomputed every %d", i+1, got, want, recompute)
 			}
+			last = l.estimate()
+		} else if got := l.estimate(); got != last {
+			t.Fatalf("after %d samples: estimate %v, %v after sample %d; want it computed every %d samples, not on each", i+1, got, last, i/recompute*recompute, recompute)
 		}
 	}
 	if l.estimate() == 0 {
@@ -278,5 +288,84 @@ func TestLatencyAllInstant(t *testing.T) {
 	}
 	if got := l.estimate(); got != 1 {
 		t.Fatalf("200 times of 0, ExtraLoad 1: estimate %v, want 1ns", got)
+	}
+}
+
+// TestLatencyIdleThreshold: an idle spell resets the estimate once the
+// history it follows weighs e^-30 of the next sample (30 fade times,
+// counting the sample's own 1/fadeSamples): at that, the history is
+// dropped; a second short of it, the history is kept, faded.
+func TestLatencyIdleThreshold(t *testing.T) {
+	for _, tt := range []struct {
+		idle time.Duration
+		kept bool
+	}{
+		{30*fadeTime - fadeTime/fadeSamples - time.Second, true},
+		{30*fadeTime - fadeTime/fadeSamples, false}, // 2999.8s: grow is 30 exactly
+		{30*fadeTime + time.Second, false},
+	} {
+		var l latency
+		t0 := feed(&l, 300, func() time.Duration { return time.Second }, time.Unix(0, 0), time.Millisecond)
+		l.add(time.Millisecond, false, t0.Add(tt.idle), 0.05)
+		if kept := l.counts[bucket(time.Second)] > 0; kept != tt.kept {
+			t.Errorf("after an idle %v: the history kept %v, want %v", tt.idle, kept, tt.kept)
+		}
+		if est := l.estimate(); (est != 0) != tt.kept {
+			t.Errorf("after an idle %v: estimate %v; want one only while the history is kept", tt.idle, est)
+		}
+	}
+}
+
+// TestLatencyScalesAcrossIdle: weights stay finite when a long idle spell,
+// short of a reset, follows weights grown large by time: the rescale
+// judges the weight the next sample will have.
+func TestLatencyScalesAcrossIdle(t *testing.T) {
+	var l latency
+	t0 := time.Unix(0, 0)
+	for l.weight < 1e27 { // each 100s after the last: e^1 heavier each
+		l.add(time.Millisecond, false, t0, 0.05)
+		t0 = t0.Add(fadeTime)
+	}
+	t0 = t0.Add(29 * fadeTime) // e^29 more, short of a reset
+	l.add(time.Millisecond, false, t0, 0.05)
+	if w := float64(l.weight); math.IsInf(w, 0) || math.IsNaN(w) || w > 1e31 || math.IsInf(float64(l.total), 0) {
+		t.Fatalf("after samples 100s apart to a weight of 1e27 and an idle 2900s: weight %v, total %v; want finite, at most 1e31", l.weight, l.total)
+	}
+}
+
+// TestLatencyTopBucket: times in the top bucket, just under 2^40ns (about
+// 18 minutes), are estimated there, not below it.
+func TestLatencyTopBucket(t *testing.T) {
+	var l latency
+	lo, hi := bounds(buckets - 1)
+	feed(&l, 300, func() time.Duration { return lo + 1 }, time.Unix(0, 0), time.Millisecond)
+	if est := l.estimate(); est < lo || est >= hi {
+		t.Fatalf("300 times of %v: estimate %v, want it in the top bucket [%v, %v)", lo+1, est, lo, hi)
+	}
+}
+
+// TestLatencyAllLoad: an ExtraLoad of 1 hedges after the least time seen:
+// for times all of 5ms, the low end of 5ms's bucket, not 1ns.
+func TestLatencyAllLoad(t *testing.T) {
+	var l latency
+	t0 := time.Unix(0, 0)
+	for range 200 {
+		l.add(5*time.Millisecond, false, t0, 1)
+		t0 = t0.Add(time.Millisecond)
+	}
+	if lo, _ := bounds(bucket(5 * time.Millisecond)); l.estimate() != lo {
+		t.Fatalf("200 times of 5ms, ExtraLoad 1: estimate %v, want %v", l.estimate(), lo)
+	}
+}
+
+// TestHedgeShare: ExtraLoad as the doc says: zero or less, or NaN, 0.05;
+// above 1, 1; else itself.
+func TestHedgeShare(t *testing.T) {
+	for _, tt := range []struct{ extra, want float64 }{
+		{0, 0.05}, {-1, 0.05}, {math.NaN(), 0.05}, {0.001, 0.001}, {0.1, 0.1}, {1, 1}, {1.5, 1}, {2, 1}, {math.Inf(1), 1},
+	} {
+		if got := (&Hedge{ExtraLoad: tt.extra}).share(); got != tt.want {
+			t.Errorf("ExtraLoad %v: share %v, want %v", tt.extra, got, tt.want)
+		}
 	}
 }

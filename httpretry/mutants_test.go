@@ -255,15 +255,23 @@ func TestHedgeShortcutRefused(t *testing.T) {
 // hedge and, with no AttemptTimeout, changes nothing: Base gets the
 // caller's request and its response comes back as Base gave it.
 func TestHedgeOfNoneIsNoHedge(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var got *http.Request
-		want := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
-		base := roundTripFunc(func(req *http.Request) (*http.Response, error) { got = req; return want, nil })
-		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: -1}}
-		req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
-		resp, err := tr.RoundTrip(req)
-		if got != req || resp != want || resp.Body != http.NoBody || err != nil {
-			t.Fatalf("a Hedge of Max -1: Base got %p (sent %p), RoundTrip returned %p with Body %T, %v; want both as they were", got, req, resp, resp.Body, err)
-		}
-	})
+	for _, h := range []struct {
+		Delay time.Duration
+		Max   int
+	}{{10 * time.Millisecond, -1}, {0, -1}, {0, -5}} {
+		synctest.Test(t, func(t *testing.T) {
+			var got *http.Request
+			want := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}
+			base := roundTripFunc(func(req *http.Request) (*http.Response, error) { got = req; return want, nil })
+			tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: h.Delay, Max: h.Max}}
+			for range 300 { // an adaptive one would have an estimate by now
+				req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+				resp, err := tr.RoundTrip(req)
+				if got != req || resp != want || resp.Body != http.NoBody || err != nil {
+					t.Fatalf("a Hedge{Delay: %v, Max: %d}: Base got %p (sent %p), RoundTrip returned %p with Body %T, %v; want both as they were",
+						h.Delay, h.Max, got, req, resp, resp.Body, err)
+				}
+			}
+		})
+	}
 }
