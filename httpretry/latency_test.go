@@ -201,33 +201,35 @@ func TestLatencyScales(t *testing.T) {
 	}
 }
 
-// TestLatencyFades: each sample weighs e^(1/fadeSamples) times the one
-// before it, and e^(Δt/fadeTime) more for the time between them, so that
-// what came 5 minutes before weighs e^-3 of what comes now.
+// TestLatencyFades: each sample weighs e^(1/500) times the one before it
+// (fadeSamples), and e^(Δt/100s) more for the time Δt between them
+// (fadeTime), so that what came 5 minutes before weighs e^-3 of what
+// comes now, as the doc says: the numbers, not the constants, so that a
+// change of either shows here.
 func TestLatencyFades(t *testing.T) {
 	var l latency
 	t0 := time.Unix(0, 0)
 	l.add(time.Millisecond, false, t0, 0.05)
 	w0 := float64(l.weight)
 	l.add(time.Millisecond, false, t0, 0.05)
-	if got, want := float64(l.weight)/w0, math.Exp(1.0/fadeSamples); math.Abs(got/want-1) > 1e-6 {
-		t.Errorf("a sample in the same instant weighs %v times the one before, want e^(1/%d) = %v", got, fadeSamples, want)
+	if got, want := float64(l.weight)/w0, math.Exp(1.0/500); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("a sample in the same instant weighs %v times the one before, want e^(1/500) = %v", got, want)
 	}
 	w1 := float64(l.weight)
 	l.add(time.Millisecond, false, t0.Add(5*time.Minute), 0.05)
-	if got, want := float64(l.weight)/w1, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
-		t.Errorf("a sample 5 minutes later weighs %v times the one before, want e^(1/%d + 3) = %v", got, fadeSamples, want)
+	if got, want := float64(l.weight)/w1, math.Exp(1.0/500+3); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("a sample 5 minutes later weighs %v times the one before, want e^(1/500 + 3) = %v", got, want)
 	}
 	w2 := float64(l.weight)
 	l.add(time.Millisecond, false, t0.Add(10*time.Minute), 0.05)
-	if got, want := float64(l.weight)/w2, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
-		t.Errorf("a sample 5 minutes after that weighs %v times the one before, want e^(1/%d + 3) = %v: the time is from the last sample", got, fadeSamples, want)
+	if got, want := float64(l.weight)/w2, math.Exp(1.0/500+3); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("a sample 5 minutes after that weighs %v times the one before, want e^(1/500 + 3) = %v: the time is from the last sample", got, want)
 	}
 	l.add(time.Millisecond, false, t0.Add(10*time.Minute+time.Hour), 0.05) // an idle hour: a fresh start
 	w3 := float64(l.weight)
 	l.add(time.Millisecond, false, t0.Add(15*time.Minute+time.Hour), 0.05)
-	if got, want := float64(l.weight)/w3, math.Exp(1.0/fadeSamples+3); math.Abs(got/want-1) > 1e-6 {
-		t.Errorf("5 minutes after a fresh start, a sample weighs %v times the one before, want e^(1/%d + 3) = %v", got, fadeSamples, want)
+	if got, want := float64(l.weight)/w3, math.Exp(1.0/500+3); math.Abs(got/want-1) > 1e-6 {
+		t.Errorf("5 minutes after a fresh start, a sample weighs %v times the one before, want e^(1/500 + 3) = %v", got, want)
 	}
 }
 
@@ -253,8 +255,8 @@ func TestLatencyIdleForgets(t *testing.T) {
 	}
 }
 
-// TestLatencyRecomputed: the estimate is recomputed every recompute
-// samples, never later.
+// TestLatencyRecomputed: the estimate is recomputed every 8 samples
+// (recompute), never later, and not on each.
 func TestLatencyRecomputed(t *testing.T) {
 	var l latency
 	var last time.Duration
@@ -262,13 +264,13 @@ func TestLatencyRecomputed(t *testing.T) {
 	for i := range 600 {
 		l.add(time.Duration(1+i)*100*time.Microsecond, false, t0, 0.05) // each sample moves the quantile
 		t0 = t0.Add(time.Millisecond)
-		if (i+1)%recompute == 0 {
+		if (i+1)%8 == 0 {
 			if got, want := l.estimate(), l.quantile(0.05); got != want {
-				t.Fatalf("after %d samples: estimate %v, quantile %v; want it recomputed every %d", i+1, got, want, recompute)
+				t.Fatalf("after %d samples: estimate %v, quantile %v; want it recomputed every 8", i+1, got, want)
 			}
 			last = l.estimate()
 		} else if got := l.estimate(); got != last {
-			t.Fatalf("after %d samples: estimate %v, %v after sample %d; want it computed every %d samples, not on each", i+1, got, last, i/recompute*recompute, recompute)
+			t.Fatalf("after %d samples: estimate %v, %v after sample %d; want it computed every 8 samples, not on each", i+1, got, last, i/8*8)
 		}
 	}
 	if l.estimate() == 0 {
@@ -306,7 +308,7 @@ func TestLatencyIdleThreshold(t *testing.T) {
 	} {
 		var l latency
 		t0 := feed(&l, 300, func() time.Duration { return time.Second }, time.Unix(0, 0), time.Millisecond)
-		l.add(time.Millisecond, false, t0.Add(tt.idle), 0.05)
+		l.add(time.Millisecond, false, t0.Add(tt.idle-time.Millisecond), 0.05) // feed returns a gap after the last
 		if kept := l.counts[bucket(time.Second)] > 0; kept != tt.kept {
 			t.Errorf("after an idle %v: the history kept %v, want %v", tt.idle, kept, tt.kept)
 		}
@@ -326,7 +328,7 @@ func TestLatencyScalesAcrossIdle(t *testing.T) {
 		l.add(time.Millisecond, false, t0, 0.05)
 		t0 = t0.Add(fadeTime)
 	}
-	t0 = t0.Add(29 * fadeTime) // e^29 more, short of a reset
+	t0 = t0.Add(28 * fadeTime) // 29 fade times after the last: e^29 more, short of a reset
 	l.add(time.Millisecond, false, t0, 0.05)
 	if w := float64(l.weight); math.IsInf(w, 0) || math.IsNaN(w) || w > 1e31 || math.IsInf(float64(l.total), 0) {
 		t.Fatalf("after samples 100s apart to a weight of 1e27 and an idle 2900s: weight %v, total %v; want finite, at most 1e31", l.weight, l.total)
