@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -157,6 +158,31 @@ func TestHedgeLoserCountsAsLong(t *testing.T) {
 		if l.above <= above || l.counts[0] <= zero {
 			t.Fatalf("a hedged request: cut-off weight %v (was %v), weight at 0ns %v (was %v); want the loser counted as cut off, the winner at 0ns",
 				l.above, above, l.counts[0], zero)
+		}
+	})
+}
+
+// TestHedgeFailuresTellNoLatency: a copy that fails without headers, and
+// before any hedge delay, tells nothing of the host's latency: an adaptive
+// Hedge counts none of them.
+func TestHedgeFailuresTellNoLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reset := errors.New("connection reset by peer")
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, reset })
+		h := &Hedge{}
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: 2}, Budget: NoBudget()}
+		tr := &Transport{Base: base, Policy: p, Hedge: h}
+		for range 5 {
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+			if _, err := tr.RoundTrip(req); !errors.Is(err, reset) {
+				t.Fatalf("%v, want the reset", err)
+			}
+		}
+		l := h.hosts.m[hostKey{"http", "api.example", "80"}]
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.total != 0 {
+			t.Fatalf("15 copies that failed at once without headers: %v of weight counted, want none", l.total)
 		}
 	})
 }

@@ -275,3 +275,20 @@ func TestHedgeOfNoneIsNoHedge(t *testing.T) {
 		})
 	}
 }
+
+// TestAttemptTimeoutOfOneNanosecond: an AttemptTimeout of 1ns bounds every
+// copy, hedged or not: none gets headers in time.
+func TestAttemptTimeoutOfOneNanosecond(t *testing.T) {
+	for _, hedge := range []*httpretry.Hedge{nil, {Delay: 10 * time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			base := newSlow(func(int) answer { return answer{wait: time.Millisecond} })
+			p := constant(time.Second, 1)
+			tr := &httpretry.Transport{Base: base, Policy: p, AttemptTimeout: time.Nanosecond, Hedge: hedge}
+			resp, err := get(t, context.Background(), tr)
+			if !errors.Is(err, httpretry.ErrAttemptTimeout) {
+				t.Fatalf("Hedge %v: %v, %v after %d requests; want ErrAttemptTimeout", hedge, resp, err, base.requests())
+			}
+			synctest.Wait()
+		})
+	}
+}
