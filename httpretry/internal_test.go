@@ -159,6 +159,10 @@ func TestHedgeLoserCountsAsLong(t *testing.T) {
 			t.Fatalf("a hedged request: cut-off weight %v (was %v), weight at 0ns %v (was %v); want the loser counted as cut off, the winner at 0ns",
 				l.above, above, l.counts[0], zero)
 		}
+		if above != 0 || l.above != l.weight {
+			t.Fatalf("a hedged request: cut-off weight %v (was %v), the last sample's %v; want the loser counted once, as the last sample, when it was cancelled",
+				l.above, above, l.weight)
+		}
 	})
 }
 
