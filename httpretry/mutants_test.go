@@ -292,3 +292,23 @@ func TestAttemptTimeoutOfOneNanosecond(t *testing.T) {
 		})
 	}
 }
+
+// TestHedgeNoneWithoutABody: a hedge whose body GetBody cannot give (an
+// error, or a nil body) is not sent; the copy in flight goes on.
+func TestHedgeNoneWithoutABody(t *testing.T) {
+	for _, getBody := range []func() (io.ReadCloser, error){
+		func() (io.ReadCloser, error) { return nil, errors.New("file gone") },
+		func() (io.ReadCloser, error) { return nil, nil },
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			base := newSlow(func(int) answer { return answer{wait: 100 * time.Millisecond, body: "first"} })
+			tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}
+			req, _ := http.NewRequest(http.MethodPut, "http://api.example/doc", strings.NewReader("v"))
+			req.GetBody = getBody
+			resp, err := tr.RoundTrip(req)
+			if err != nil || readAll(t, resp) != "first" || base.requests() != 1 {
+				t.Fatalf("%v after %d requests; want the first copy's answer, and no hedge", err, base.requests())
+			}
+		})
+	}
+}
