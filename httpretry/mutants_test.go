@@ -312,3 +312,109 @@ func TestHedgeNoneWithoutABody(t *testing.T) {
 		})
 	}
 }
+
+// TestSendableEdges: what net/http refuses is judged byte by byte as
+// net/http judges it: port 65535 is a port and 65536 is not; DEL is a
+// control byte in a value and no token byte in a name; a byte of 0x80 is
+// fine in a value (obs-text) but not in a name.
+func TestSendableEdges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			name  string
+			url   string
+			setup func(http.Header)
+			sends int
+		}{
+			{"port 65535", "http://api.example:65535/", nil, 2},
+			{"port 65536", "http://api.example:65536/", nil, 1},
+			{"port 99999", "http://api.example:99999/", nil, 1},
+			{"a value with DEL", "http://api.example/", func(h http.Header) { h["X-Note"] = []string{"a\x7fb"} }, 1},
+			{"a value with 0x80", "http://api.example/", func(h http.Header) { h["X-Note"] = []string{"caf\x80"} }, 2},
+			{"a name with DEL", "http://api.example/", func(h http.Header) { h["X-Note\x7f"] = []string{"v"} }, 1},
+			{"a name with 0x80", "http://api.example/", func(h http.Header) { h["X-Caf\x80"] = []string{"v"} }, 1},
+		} {
+			srv := newServer(s503)
+			req, _ := http.NewRequest(http.MethodGet, tt.url, nil)
+			if tt.setup != nil {
+				tt.setup(req.Header)
+			}
+			resp, err := (&httpretry.Transport{Base: srv, Policy: constant(time.Second, 3)}).RoundTrip(req)
+			if err != nil || len(srv.reqs) != tt.sends {
+				t.Errorf("%s: %d sends, %v; want %d", tt.name, len(srv.reqs), err, tt.sends)
+			}
+			if resp != nil {
+				readAll(t, resp)
+			}
+		}
+	})
+}
+
+// TestAttemptTimeoutLateBodyClosed: a copy that timed out, from a Base
+// deaf to its context that answers anyway, has that answer's body closed.
+func TestAttemptTimeoutLateBodyClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSlow(func(int) answer { return answer{wait: 200 * time.Millisecond, deaf: true, body: "late"} })
+		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 0), AttemptTimeout: 100 * time.Millisecond}
+		tr.Policy.Schedule.MaxElapsed = time.Nanosecond // no retry
+		_, err := get(t, context.Background(), tr)
+		synctest.Wait()
+		base.mu.Lock()
+		defer base.mu.Unlock()
+		if !errors.Is(err, httpretry.ErrAttemptTimeout) || len(base.bodies) != 1 || !base.bodies[0].closed {
+			t.Fatalf("%v; %d late bodies, the first closed %v; want ErrAttemptTimeout, and the late body closed", err, len(base.bodies), len(base.bodies) == 1 && base.bodies[0].closed)
+		}
+	})
+}
+
+// TestHedgeNoShortcutForARetryAfter: a copy that fails naming its own wait
+// (a 503 with Retry-After) does not send the next hedge at once: the retry
+// obeys the wait instead.
+func TestHedgeNoShortcutForARetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			at = append(at, time.Since(start))
+			n := len(at)
+			mu.Unlock()
+			if n == 1 {
+				time.Sleep(5 * time.Millisecond) // virtual
+				return &http.Response{StatusCode: 503, Header: http.Header{"Retry-After": {"1"}}, Body: http.NoBody}, nil
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
+		})
+		p := constant(10*time.Millisecond, 3)
+		p.Budget = httpretry.NoBudget()
+		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%v, %v; want the retry's 200", resp, err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(at) != 2 || at[1] < time.Second+5*time.Millisecond {
+			t.Fatalf("sends at %v; want two, the second after the 503's Retry-After of 1s", at)
+		}
+	})
+}
+
+// TestHedgeRetryableNotAskedOnceDone: a copy that fails because the
+// request's context ended is not judged: Retryable is not asked once the
+// request's context is done, hedged or not.
+func TestHedgeRetryableNotAskedOnceDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var asked atomic.Int64
+		base := newSlow(func(int) answer { return answer{hang: true} })
+		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond},
+			Retryable: func(resp *http.Response, err error) bool { asked.Add(1); return true }}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		_, err := get(t, ctx, tr)
+		if !errors.Is(err, context.DeadlineExceeded) || asked.Load() != 0 || base.requests() != 1 {
+			t.Fatalf("%v; Retryable asked %d times, %d requests; want the deadline, never asked, one request", err, asked.Load(), base.requests())
+		}
+	})
+}
