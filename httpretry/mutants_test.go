@@ -418,3 +418,55 @@ func TestHedgeRetryableNotAskedOnceDone(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgeRefusedBodyClosed: a hedge the budget refuses after GetBody
+// gave its body has that body closed, unsent.
+func TestHedgeRefusedBodyClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var bodies []*body
+		base := newSlow(func(int) answer { return answer{wait: 100 * time.Millisecond, body: "first"} })
+		p := constant(time.Second, 3)
+		p.Budget = &retry.Budget{Burst: -1} // no token, ever
+		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}
+		req, _ := http.NewRequest(http.MethodPut, "http://api.example/doc", strings.NewReader("v"))
+		req.GetBody = func() (io.ReadCloser, error) {
+			b := &body{r: strings.NewReader("v")}
+			mu.Lock()
+			bodies = append(bodies, b)
+			mu.Unlock()
+			return b, nil
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil || readAll(t, resp) != "first" || base.requests() != 1 {
+			t.Fatalf("%v after %d requests; want the first copy's answer, no hedge", err, base.requests())
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for i, b := range bodies {
+			if !b.closed {
+				t.Fatalf("GetBody's body %d of %d, for a hedge the budget refused, is open", i+1, len(bodies))
+			}
+		}
+	})
+}
+
+// TestNotWritableUnlessUpgraded: under AttemptTimeout, only a 101's body
+// that is itself writable comes back writable: a 101 whose body only reads
+// is not made to look writable (a Write would have nothing to write to).
+func TestNotWritableUnlessUpgraded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))}, nil
+		})
+		resp, err := get(t, context.Background(), &httpretry.Transport{Base: base, AttemptTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := resp.Body.(io.Writer); ok {
+			t.Fatalf("a 101 whose body only reads came back with a %T, which claims to write", resp.Body)
+		}
+		resp.Body.Close()
+	})
+}
