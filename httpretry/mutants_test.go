@@ -316,7 +316,8 @@ func TestHedgeNoneWithoutABody(t *testing.T) {
 // TestSendableEdges: what net/http refuses is judged byte by byte as
 // net/http judges it: port 65535 is a port and 65536 is not; DEL is a
 // control byte in a value and no token byte in a name; a byte of 0x80 is
-// fine in a value (obs-text) but not in a name.
+// fine in a value (obs-text) but not in a name; nor is a delimiter, the
+// first and the last of the list among them.
 func TestSendableEdges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, tt := range []struct {
@@ -332,6 +333,8 @@ func TestSendableEdges(t *testing.T) {
 			{"a value with 0x80", "http://api.example/", func(h http.Header) { h["X-Note"] = []string{"caf\x80"} }, 2},
 			{"a name with DEL", "http://api.example/", func(h http.Header) { h["X-Note\x7f"] = []string{"v"} }, 1},
 			{"a name with 0x80", "http://api.example/", func(h http.Header) { h["X-Caf\x80"] = []string{"v"} }, 1},
+			{"a name with a quote", "http://api.example/", func(h http.Header) { h[`X-"Note"`] = []string{"v"} }, 1},
+			{"a name with a brace", "http://api.example/", func(h http.Header) { h["X-Note}"] = []string{"v"} }, 1},
 		} {
 			srv := newServer(s503)
 			req, _ := http.NewRequest(http.MethodGet, tt.url, nil)
