@@ -333,6 +333,7 @@ func TestSendableEdges(t *testing.T) {
 			{"a value with 0x80", "http://api.example/", func(h http.Header) { h["X-Note"] = []string{"caf\x80"} }, 2},
 			{"a name with DEL", "http://api.example/", func(h http.Header) { h["X-Note\x7f"] = []string{"v"} }, 1},
 			{"a name with 0x80", "http://api.example/", func(h http.Header) { h["X-Caf\x80"] = []string{"v"} }, 1},
+			{"a value starting with DEL", "http://api.example/", func(h http.Header) { h["X-Note"] = []string{"\x7fv"} }, 1},
 			{"a name with a quote", "http://api.example/", func(h http.Header) { h[`X-"Note"`] = []string{"v"} }, 1},
 			{"a name with a brace", "http://api.example/", func(h http.Header) { h["X-Note}"] = []string{"v"} }, 1},
 		} {
@@ -471,5 +472,29 @@ func TestNotWritableUnlessUpgraded(t *testing.T) {
 			t.Fatalf("a 101 whose body only reads came back with a %T, which claims to write", resp.Body)
 		}
 		resp.Body.Close()
+	})
+}
+
+// TestHedgeShortcutRules: a copy that fails retryably at once, under even
+// the shortest hedge delay, sends the next copy at once; one whose error no
+// retry can fix sends none, and the error comes back.
+func TestHedgeShortcutRules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(s503)
+		tr := &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), Hedge: &httpretry.Hedge{Delay: time.Nanosecond}}
+		start := time.Now()
+		resp, err := get(t, context.Background(), tr)
+		if err != nil || readAll(t, resp) != "ok" || time.Since(start) != 0 || len(srv.reqs) != 2 {
+			t.Fatalf("a 503 at once under a 1ns hedge delay: %v after %v and %d requests; want the hedge's ok at once, 2 requests", err, time.Since(start), len(srv.reqs))
+		}
+
+		bad := &tls.CertificateVerificationError{Err: errors.New("expired")}
+		srv = newServer(step{err: bad})
+		tr = &httpretry.Transport{Base: srv, Policy: constant(time.Second, 3), Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		resp, err = get(t, context.Background(), tr)
+		synctest.Wait()
+		if resp != nil || !errors.Is(err, bad) || len(srv.reqs) != 1 {
+			t.Fatalf("a bad certificate, hedged: %v, %v after %d requests; want the error after 1, no hedge", resp, err, len(srv.reqs))
+		}
 	})
 }
