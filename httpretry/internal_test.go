@@ -2,11 +2,15 @@ package httpretry
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/retry"
@@ -76,4 +80,113 @@ func TestBudgetsForgetFullFirst(t *testing.T) {
 	if tr.budgets.m[hostKey{"http", "down", "80"}] != down || len(tr.budgets.m) > maxHosts {
 		t.Fatalf("after %d hosts that succeed: the spent budget forgotten (%d kept), want it kept while full ones can go", 5*maxHosts, len(tr.budgets.m))
 	}
+}
+
+// TestHedgeFixedDelayKeepsNoEstimate: a Hedge with a fixed Delay, however
+// short, never reads an estimate, and so gathers none: no table of hosts,
+// no work per request.
+func TestHedgeFixedDelayKeepsNoEstimate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+		})
+		for _, delay := range []time.Duration{1, time.Millisecond} {
+			h := &Hedge{Delay: delay}
+			tr := &Transport{Base: base, Hedge: h}
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+			for range 10 {
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			if n := len(h.hosts.m); n != 0 {
+				t.Errorf("a Hedge with a fixed Delay of %v keeps the latency of %d hosts, want none", delay, n)
+			}
+		}
+		h := &Hedge{}
+		tr := &Transport{Base: base, Hedge: h}
+		req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+		resp, _ := tr.RoundTrip(req)
+		resp.Body.Close()
+		if n := len(h.hosts.m); n != 1 {
+			t.Errorf("an adaptive Hedge keeps the latency of %d hosts after one request, want 1", n)
+		}
+	})
+}
+
+// TestHedgeLoserCountsAsLong: a copy that lost to a hedge after the hedge
+// delay (here exactly the delay: the hedge answers at once) goes to the
+// host's estimate as cut off, known only to be long; the winner's time
+// goes in as it was.
+func TestHedgeLoserCountsAsLong(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hang atomic.Bool
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if hang.CompareAndSwap(true, false) { // the first copy of the slow request
+				<-req.Context().Done()
+				return nil, req.Context().Err()
+			}
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+		})
+		h := &Hedge{}
+		tr := &Transport{Base: base, Hedge: h}
+		get := func() {
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		for range 300 { // every answer at once, in virtual time: an estimate of 1ns
+			get()
+		}
+		l := h.hosts.m[hostKey{"http", "api.example", "80"}]
+		if d := l.estimate(); d != 1 {
+			t.Fatalf("after 300 answers at once: estimate %v, want 1ns", d)
+		}
+		l.mu.Lock()
+		above, zero := l.above, l.counts[0]
+		l.mu.Unlock()
+		hang.Store(true)
+		get()
+		synctest.Wait()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.above <= above || l.counts[0] <= zero {
+			t.Fatalf("a hedged request: cut-off weight %v (was %v), weight at 0ns %v (was %v); want the loser counted as cut off, the winner at 0ns",
+				l.above, above, l.counts[0], zero)
+		}
+		if above != 0 || l.above != l.weight {
+			t.Fatalf("a hedged request: cut-off weight %v (was %v), the last sample's %v; want the loser counted once, as the last sample, when it was cancelled",
+				l.above, above, l.weight)
+		}
+	})
+}
+
+// TestHedgeFailuresTellNoLatency: a copy that fails without headers, and
+// before any hedge delay, tells nothing of the host's latency: an adaptive
+// Hedge counts none of them.
+func TestHedgeFailuresTellNoLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reset := errors.New("connection reset by peer")
+		base := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, reset })
+		h := &Hedge{}
+		p := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, Multiplier: 1, JitterMode: backoff.JitterNone}, MaxRetries: 2}, Budget: NoBudget()}
+		tr := &Transport{Base: base, Policy: p, Hedge: h}
+		for range 5 {
+			req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+			if _, err := tr.RoundTrip(req); !errors.Is(err, reset) {
+				t.Fatalf("%v, want the reset", err)
+			}
+		}
+		l := h.hosts.m[hostKey{"http", "api.example", "80"}]
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.total != 0 {
+			t.Fatalf("15 copies that failed at once without headers: %v of weight counted, want none", l.total)
+		}
+	})
 }

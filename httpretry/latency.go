@@ -126,6 +126,15 @@ func (l *latency) quantile(share float64) time.Duration {
 		frac := float64((want - cum) / c) // of the bucket, from its top
 		return max(hi-time.Duration(frac*float64(hi-lo)), 1)
 	}
+	// The buckets, added in this order in float32, fell short of a want of
+	// (nearly) the whole total: a share of 1, whose quantile is the least
+	// time seen, the low end of the lowest bucket with any weight.
+	for i, c := range l.counts {
+		if c > 0 {
+			lo, _ := bounds(i)
+			return max(lo, 1)
+		}
+	}
 	return 1
 }
 
