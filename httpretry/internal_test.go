@@ -190,3 +190,30 @@ func TestHedgeFailuresTellNoLatency(t *testing.T) {
 		}
 	})
 }
+
+// TestStepAfterDecided: a hedge timer that fires in the instant its
+// flight is decided (its Stop came too late, and the tick waits on the
+// lock) finds the flight over and sends nothing, though a hedge was due.
+// The race is between two goroutines woken in one instant, which no
+// bubble orders, so the state it leaves is built here.
+func TestStepAfterDecided(t *testing.T) {
+	var sent atomic.Int32
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+	})
+	tr := &Transport{Base: base, Hedge: &Hedge{Delay: time.Millisecond}}
+	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	f := &flight{rt: request{t: tr, base: base, req: req}, ctx: req.Context(), delay: time.Millisecond,
+		timer: timer, now: true, next: time.Now(), over: true}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("step on a decided flight panicked: %v", p)
+		}
+	}()
+	if hedge := f.step(); hedge != nil || len(f.more) != 0 || sent.Load() != 0 {
+		t.Fatalf("step on a decided flight: hedge %v, %d hedges launched, %d sent; want none", hedge != nil, len(f.more), sent.Load())
+	}
+}
