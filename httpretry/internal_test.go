@@ -217,3 +217,28 @@ func TestStepAfterDecided(t *testing.T) {
 		t.Fatalf("step on a decided flight: hedge %v, %d hedges launched, %d sent; want none", hedge != nil, len(f.more), sent.Load())
 	}
 }
+
+// TestBudgetsKept1024: the Transport keeps 1,024 hosts' budgets, as its
+// doc says, and forgets only to make room for the 1,025th.
+func TestBudgetsKept1024(t *testing.T) {
+	ok := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	})
+	tr := &Transport{Base: ok}
+	get := func(i int) {
+		req, _ := http.NewRequest(http.MethodGet, "http://h"+strconv.Itoa(i)+".example/", nil)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	for i := range 1024 {
+		get(i)
+	}
+	if n := len(tr.budgets.m); n != 1024 {
+		t.Fatalf("after 1,024 hosts: %d budgets kept, want 1,024", n)
+	}
+	get(1024)
+	if n := len(tr.budgets.m); n > 1024 {
+		t.Fatalf("after 1,025 hosts: %d budgets kept, want at most 1,024", n)
+	}
+}
