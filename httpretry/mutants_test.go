@@ -20,6 +20,42 @@ import (
 
 // Tests that mutation testing (SPEC-retry.md's httpretry sections) found
 // missing: each pins a behaviour that no other test held.
+//
+// The mutants no test can kill, and why they change nothing
+// (shared/tools/mutate -pkg httpretry):
+//
+//   - hosts.go NoBudget, math.Inf(1) → Inf(2), Inf(0): +Inf for every
+//     sign ≥ 0.
+//   - latency.go bucket, d < 8 → d < 9, d <= 8: bucket(8) is 8 on both
+//     paths.
+//   - latency.go add, the first sample's weight, last = 1, now deleted (or
+//     its if-body, or == −1): now.Sub of the zero time saturates, so the
+//     fade resets to weight 1 and last = now anyway; every weight scales
+//     alike, and a quantile reads only their ratios. Weight 1 → 2 doubles
+//     every weight, exact in float32.
+//   - latency.go add, dt > 0 → dt > 1, >= 0, > −1: a gap of 1ns is not
+//     applied, but last does not move either, so the next sample applies
+//     it (and e^(−1e−11) is 1 in float32); at dt = 0 the body changes
+//     nothing.
+//   - latency.go add, the rescale's > → >=: differs only at a product of
+//     exactly 1e30, and a rescale scales every weight alike.
+//   - latency.go quantile, i >= 0 → i >= 1, i > 0: bucket 0 ([0, 1ns))
+//     gives 1ns from the floor or from the fall-through alike; the last
+//     return 1 → 0, 2 needs every bucket empty, where above == total has
+//     returned already.
+//   - slow.go, f.timer.Reset(0) → Reset(−1): a timer reset to d ≤ 0 fires
+//     at once either way.
+//   - slow.go abort, first.timer.Stop() deleted; decide's timer.Stop()
+//     deleted: the first copy's timer only cancels it, which a panic's
+//     decide or finish has done already (a cancel is idempotent); a tick
+//     after decide finds the flight over (TestStepAfterDecided).
+//   - slow.go, e > 1 → e >= 1 (ExtraLoad's clamp): both give 1 at 1.
+//   - slow.go, len(f.more) >= hedges() → >, and the tick's < → <=: with no
+//     hedge left step sends none and decides as finish would; the extra
+//     call of the Retryable predicates changes no answer.
+//   - slow.go wake, −1 → −2, and max(·, 0) → 1, −1: callers test d ≥ 0
+//     only, and every due time wake sees is after now.
+//   - httpretry.go, a flight's delay or sent −1 for 0: read only as > 0.
 
 // TestRecordHeaderErrorOnlyHTTPIsAMismatch: a TLS record header error is
 // an HTTP server on an https URL, not retried, only when the record starts
