@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +17,13 @@ import (
 	"github.com/unherd/backoff/httpretry"
 	"github.com/unherd/backoff/retry"
 )
+
+// Each test counts under a name of its own, made anew for each run, so
+// that -count=N runs it N times against the process's one table.
+var runs atomic.Int64
+
+// unique returns name with this run's number.
+func unique(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) }
 
 // statsOf returns the row of name and host in retry.Stats.
 func statsOf(name, host string) (c retry.Counts) {
@@ -33,7 +41,7 @@ func statsOf(name, host string) (c retry.Counts) {
 // its hosts'.
 func TestStatsPerHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "httpretry-test-per-host"
+		name := unique("httpretry-test-per-host")
 		script := map[string][]answer{
 			"/at-once":  {{wait: time.Millisecond}},
 			"/retried":  {{status: 503}, {wait: time.Millisecond}},
@@ -161,7 +169,7 @@ func TestResend(t *testing.T) {
 // TestStatsNotRetryable: a certificate that fails verification counts as
 // a call failed without a retry, not retryable.
 func TestStatsNotRetryable(t *testing.T) {
-	const name = "httpretry-test-cert"
+	name := unique("httpretry-test-cert")
 	bad := &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}
 	p := constant(time.Second, 3)
 	p.Name = name
@@ -179,8 +187,9 @@ func TestStatsNotRetryable(t *testing.T) {
 // without allocating).
 func TestStatsTwoTransportsOneRow(t *testing.T) {
 	ok := roundTripFunc(func(*http.Request) (*http.Response, error) { return okResponse, nil })
-	a := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: "httpretry-test-two"}}
-	b := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: "httpretry-test-two"}}
+	name := unique("httpretry-test-two")
+	a := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: name}}
+	b := &httpretry.Transport{Base: ok, Policy: retry.Policy{Name: name}}
 	req, _ := http.NewRequest(http.MethodGet, "http://api.example/", nil)
 	a.RoundTrip(req)
 	b.RoundTrip(req)
@@ -194,7 +203,7 @@ func TestStatsTwoTransportsOneRow(t *testing.T) {
 // reads the new one, which its requests spend, not the one forgotten.
 func TestStatsGaugeAfterHostForgotten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "httpretry-test-gauge-forgotten"
+		name := unique("httpretry-test-gauge-forgotten")
 		tr := &httpretry.Transport{Policy: retry.Policy{Name: name, Schedule: constant(time.Millisecond, 1000).Schedule},
 			Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				code := http.StatusOK
@@ -230,7 +239,7 @@ func TestStatsGaugeAfterHostForgotten(t *testing.T) {
 // as an attempt timeout too.
 func TestStatsAttemptTimeoutNotReplayable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "httpretry-test-timeout-post"
+		name := unique("httpretry-test-timeout-post")
 		tr := &httpretry.Transport{Policy: retry.Policy{Name: name}, AttemptTimeout: 100 * time.Millisecond,
 			Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				<-r.Context().Done()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,7 +16,12 @@ import (
 	"github.com/unherd/backoff/retry"
 )
 
-// Each test counts under a name of its own: the table is the process's.
+// Each test counts under a name of its own, made anew for each run, so
+// that -count=N runs it N times against the process's one table.
+var runs atomic.Int64
+
+// unique returns name with this run's number.
+func unique(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) }
 
 // TestStatsCounts: a mix of outcomes through Do, DoValue and a Loop under
 // one name, and every count is what was made: the outcomes, the attempts,
@@ -23,7 +29,7 @@ import (
 // that failed took, and why each failure stopped.
 func TestStatsCounts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const name = "test-counts"
+		name := unique("test-counts")
 		p := retry.Policy{Name: name, Schedule: constant(time.Second, 2)}
 		ok := func(context.Context) error { return nil }
 		fail := func(context.Context) error { return errFault }
@@ -90,7 +96,7 @@ func TestStatsCounts(t *testing.T) {
 
 // TestStatsConcurrent: 64 goroutines under one name, counted exactly.
 func TestStatsConcurrent(t *testing.T) {
-	const name, each = "test-concurrent", 200
+	name, each := unique("test-concurrent"), 200
 	p := retry.Policy{Name: name, Schedule: noWait(1)}
 	var wg sync.WaitGroup
 	for g := range 64 {
@@ -134,7 +140,7 @@ func TestStatsNoName(t *testing.T) {
 // TestStatsHosts: a name's rows by Host, summed by Of, listed by Each in
 // order; past 1,024 hosts the rest count together under "other".
 func TestStatsHosts(t *testing.T) {
-	const name = "test-hosts"
+	name := unique("test-hosts")
 	ok := func(context.Context) error { return nil }
 	for i := range 1100 {
 		retry.Do(context.Background(), retry.Policy{Name: name, Host: fmt.Sprintf("h%04d", i)}, ok)
@@ -162,15 +168,16 @@ func TestStatsHosts(t *testing.T) {
 // of its rows'; none without a Budget.
 func TestStatsTokens(t *testing.T) {
 	b := &retry.Budget{Burst: 3}
-	retry.Do(context.Background(), retry.Policy{Name: "test-tokens", Host: "a", Budget: b, Schedule: noWait(1)},
+	tokens, none := unique("test-tokens"), unique("test-no-tokens")
+	retry.Do(context.Background(), retry.Policy{Name: tokens, Host: "a", Budget: b, Schedule: noWait(1)},
 		func(context.Context) error { return errFault })
-	retry.Do(context.Background(), retry.Policy{Name: "test-tokens", Host: "b", Budget: &retry.Budget{Burst: 4}},
+	retry.Do(context.Background(), retry.Policy{Name: tokens, Host: "b", Budget: &retry.Budget{Burst: 4}},
 		func(context.Context) error { return nil })
-	if got := retry.Stats.Of("test-tokens").Tokens; math.Abs(got-(2+4)) > 0.01 {
+	if got := retry.Stats.Of(tokens).Tokens; math.Abs(got-(2+4)) > 0.01 {
 		t.Fatalf("Tokens of two rows, 2 and 4 held: %v", got)
 	}
-	retry.Do(context.Background(), retry.Policy{Name: "test-no-tokens"}, func(context.Context) error { return nil })
-	if got := retry.Stats.Of("test-no-tokens").Tokens; !math.IsNaN(got) {
+	retry.Do(context.Background(), retry.Policy{Name: none}, func(context.Context) error { return nil })
+	if got := retry.Stats.Of(none).Tokens; !math.IsNaN(got) {
 		t.Fatalf("Tokens with no Budget: %v, want NaN", got)
 	}
 }
@@ -178,7 +185,7 @@ func TestStatsTokens(t *testing.T) {
 // TestStatsJSON: String is JSON that encoding/json reads back, with every
 // count under its name and the hosts beside, as expvar shows it.
 func TestStatsJSON(t *testing.T) {
-	p := retry.Policy{Name: "test-json", Host: "api.example:443", Budget: &retry.Budget{Burst: math.Inf(1)}}
+	p := retry.Policy{Name: unique("test-json"), Host: "api.example:443", Budget: &retry.Budget{Burst: math.Inf(1)}}
 	retry.Do(context.Background(), p, func(context.Context) error { return nil })
 	var table map[string]struct {
 		SucceededAtOnce uint64 `json:"successful_without_retry"`
@@ -195,7 +202,7 @@ func TestStatsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(retry.Stats.String()), &table); err != nil {
 		t.Fatalf("Stats.String() is not JSON: %v\n%s", err, retry.Stats.String())
 	}
-	row, ok := table["test-json"]
+	row, ok := table[p.Name]
 	host := row.Hosts["api.example:443"]
 	if !ok || row.SucceededAtOnce != 1 || row.Attempts != 1 || host.SucceededAtOnce != 1 || host.Tokens == nil || *host.Tokens != math.MaxFloat64 {
 		t.Fatalf("the JSON of one call: %+v", row)
@@ -243,7 +250,7 @@ func TestOutcomeString(t *testing.T) {
 // TestStatsAllocs: a named call allocates nothing when it succeeds at
 // once, and nothing per retry without a wait.
 func TestStatsAllocs(t *testing.T) {
-	p := retry.Policy{Name: "test-allocs"}
+	p := retry.Policy{Name: unique("test-allocs")}
 	ctx := context.Background()
 	ok := func(context.Context) error { return nil }
 	if n := testing.AllocsPerRun(100, func() { retry.Do(ctx, p, ok) }); n != 0 {
@@ -270,13 +277,13 @@ func TestStatsAllocs(t *testing.T) {
 // second counts 100ms, through Do and a Loop alike.
 func TestStatsWaitedExcludesHooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := retry.Policy{Name: "test-waited-hooks", Schedule: constant(100*time.Millisecond, 1),
+		p := retry.Policy{Name: unique("test-waited-hooks"), Schedule: constant(100*time.Millisecond, 1),
 			OnRetry: func(retry.Event) { time.Sleep(time.Second) }}
 		retry.Do(context.Background(), p, func(context.Context) error { return errFault })
 		if c := retry.Stats.Of(p.Name); c.Waited != 100*time.Millisecond || c.Took != 1100*time.Millisecond {
 			t.Errorf("Do: waited %v, took %v; want 100ms and 1.1s", c.Waited, c.Took)
 		}
-		p.Name = "test-waited-hooks-loop"
+		p.Name = unique("test-waited-hooks-loop")
 		l := retry.NewLoop(p)
 		l.Wait(context.Background())
 		l.Wait(context.Background())
@@ -291,7 +298,7 @@ func TestStatsWaitedExcludesHooks(t *testing.T) {
 // end counts none again.
 func TestStatsLoopAttemptsAsMade(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := retry.Policy{Name: "test-loop-attempts", Schedule: constant(time.Second, 5)}
+		p := retry.Policy{Name: unique("test-loop-attempts"), Schedule: constant(time.Second, 5)}
 		l := retry.NewLoop(p)
 		for i := 1; i <= 4; i++ {
 			l.Wait(context.Background())
@@ -312,7 +319,7 @@ func TestStatsLoopAttemptsAsMade(t *testing.T) {
 // TestStatsNilContext: a nil ctx is a misuse, told in the error and not
 // counted as a call, by Do and by a Loop alike.
 func TestStatsNilContext(t *testing.T) {
-	p := retry.Policy{Name: "test-nil-context"}
+	p := retry.Policy{Name: unique("test-nil-context")}
 	//lint:ignore SA1012 the misuse under test
 	if err := retry.Do(nil, p, func(context.Context) error { return nil }); err == nil {
 		t.Fatal("Do(nil) returned nil")
