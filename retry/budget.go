@@ -9,18 +9,20 @@ import (
 	"time"
 )
 
-// Budget bounds the retries of many calls together, and httpretry's
-// hedges with them: a token bucket shared by every Do and DoValue whose
-// Policy points to it, so that a dependency that fails every call is not
-// sent every call's retries as well.
+// Budget bounds the retries of many calls together: a token bucket shared
+// by every Do and DoValue whose Policy points to it, so that a dependency
+// that fails every call is not sent every call's retries as well, while
+// one that fails some calls at random has them all retried.
 //
 // Backoff spreads one call's retries in time; it does not make them fewer.
 // Under open load, when new calls keep coming while a dependency is
 // overloaded, each brings its retries, and the retries alone can keep the
 // dependency down after the cause is gone: a retry storm, the metastable
-// failure of Huang et al. (OSDI '22). A Budget earns retries from calls that
-// did not fail, as gRPC's retry throttling (gRFC A6) does, so that a
-// dependency's occasional faults are retried, and a failing one's are not.
+// failure of Huang et al. (OSDI '22). A Budget tells that overload from
+// bad luck by what the retries find, as the AWS SDKs' standard retry mode
+// does: a retry that succeeds is bad luck, and costs nothing; one that
+// fails costs a whole retry, which only calls that did not fail earn back
+// (gRFC A6's retry throttling, Finagle's RetryBudget).
 //
 //   - Earned: a call that ends without a retryable failure (it succeeded,
 //     or gave up on an error not worth retrying: [Permanent], or Retryable
@@ -29,58 +31,66 @@ import (
 //     adds nothing, and so does a call whose context was done before fn
 //     ran. PerSecond, when positive, adds retries by the wall clock, pro
 //     rata.
-//   - Held: it starts holding Burst, and its room is the most of: Burst,
-//     fading by e every 10 seconds from the Budget's first use; Ratio ×
-//     its recent earning calls, where a call that earned t ago counts
-//     e^(−t/10s) of itself (reckoned every 64 calls, and before each
-//     retry, the calls between taken as evenly spread), plus PerSecond ×
-//     10s; and one retry (or Burst, when less). So the room grows with the traffic that earns it, as
-//     Finagle's retry budget lets its deposits expire: a busy client can
-//     retry a burst of failures at once, a new one has Burst to start
-//     with, and a quiet one, however many its fleet, holds little.
 //   - Spent: a retry takes one just before its wait, once every other rule
 //     of Do has said yes ([Budget.Allow]). With less than one whole retry
 //     held, Do gives up at once, the last error kept and [ErrBudget] as the
 //     Error's Cause; waiting for one would hold callers in the very overload
 //     the Budget is for. No retry is taken for a retry not made, and none is
-//     given back when a wait is cut short. httpretry's hedges take theirs
-//     the same way.
+//     given back when a wait is cut short.
+//   - Given back: a retry whose attempt then does not fail retryably (the
+//     call succeeds, or ends on an error not worth retrying) returns the
+//     retry it took, as the call returns. A retry that fails keeps it.
+//   - Held: it starts holding Burst, and its room, the most it holds, is
+//     the most of: Burst, fading by e every 10 seconds from the Budget's
+//     first use; Ratio/2 × its recent earning calls, where each counts
+//     e^(−t/10s) of itself t after it came (calls are reckoned every 64,
+//     and before each retry, those between taken as evenly spread), plus
+//     PerSecond × 10s; 3 × its recent retries given back, up to Burst,
+//     where each counts e^(−n/100) of itself n earning calls after it;
+//     and one retry (or Burst, when less). So the room grows with the
+//     traffic that earns it, as Finagle's retry budget lets its deposits
+//     expire, and stays at Burst while bad luck is common: a busy client
+//     can retry a burst of failures at once, a new one has Burst to start
+//     with, one whose retries keep succeeding keeps it at any pace, and a
+//     quiet one that meets no bad luck, however many its fleet, holds
+//     little.
 //
 // It counts in thousandths of a retry, exactly: Ratio, Burst and PerSecond
-// are read to three places, so ten calls at 0.1 earn one whole retry, never
-// 0.9999999999999999 of one. Over any interval from a to a+T, the retries
-// and hedges it allows are at most what it held at a, which is at most its
-// room then, at most max(Burst, Ratio × the calls that earned before a +
-// PerSecond × 10s); plus Ratio × the calls that earned in the interval,
-// plus PerSecond × T. So a dependency that fails every call sees, from a
-// new client, Burst retries, and from an older one the retries its last
-// few seconds of successes saved (at least one), once, and then none until
-// calls succeed again. One whose attempts fail at random sees every retry
-// made while the share f that fails is small: a call needs f/(1−f)
-// retries on average and earns Ratio, and runs of faults need
-// headroom. Measured through httpretry (benchmarks/README.md, "The other
-// side of the trade"), the default Ratio paid for every retry at f = 5%,
-// but at 10% 98.3% of calls succeeded and at 20% 86.9%, where all did
-// without a Budget; a Ratio above 1.5×f/(1−f) kept up (0.2 to 10%, 0.5 to
-// 20%, 1 to 30%). Raise Ratio for a dependency that fails more than 5% of
-// attempts in normal running, with care: the room grows with Ratio too,
-// and in the storm 0.2 still met every target, where 0.5 missed 5 regimes
-// of 22 and 1 missed 7.
+// are read to three places, so five calls at 0.2 earn one whole retry,
+// never 0.9999999999999999 of one. Over any interval from a to a+T, the
+// retries it allows are at most what it held at a, which is at most its
+// room then; plus Ratio × the calls that earned in the interval, plus the
+// retries given back in it, plus PerSecond × T. So the retries in it that
+// failed, or whose calls gave up, are at most the room at a + Ratio × the
+// calls that earned + PerSecond × T + what the retries allowed before a
+// gave back in the interval; and a dependency that fails every attempt
+// sees, from a new client, Burst retries, and from an older one the
+// retries its last few seconds of successes saved (at least one, and at
+// most a tenth of those successes, or its Burst), once, and then none until calls
+// succeed again.
 //
-// The zero Budget is the defaults: Ratio 0.1, Burst 10, no PerSecond,
+// One whose attempts fail at random, a share f of them, costs a call
+// f²/(1−f) failed retries on average, and a call earns Ratio: the default
+// 0.2 pays for f up to about a third. Measured through httpretry's
+// defaults (benchmarks/README.md, "The other side of the trade"): at 10%,
+// 20% and 30% of attempts failing, the calls that succeed are as many as
+// with no Budget, to within 0.1, 0.1 and 1 point; and in the storm, the
+// default still recovers within its targets.
+//
+// The zero Budget is the defaults: Ratio 0.2, Burst 10, no PerSecond,
 // chosen by measurement (benchmarks/README.md, "The storm" and "A slow
 // dependency"): with the refill by time of Finagle's RetryBudget, 10 a
 // second for each client, a fleet's retries add up and kept an overloaded
 // dependency down; a room of a constant 10 for each client let a fleet of
-// 100 quiet clients send 1,000 saved retries into a recovering one, and
-// starved the hedges and retries that a fan-out meeting a slow replica
-// needs at once. A Budget is safe for concurrent use by any number of
-// goroutines, and must not be copied after first use. A call that succeeds
-// adds one atomic add to Do and no lock; a retry, a hedge and Tokens read
-// the clock and take a lock. A Loop does not spend from a Budget.
+// 100 quiet clients send 1,000 saved retries into a recovering one. A
+// Budget is safe for concurrent use by any number of goroutines, and must
+// not be copied after first use. A call that succeeds at once adds one
+// atomic add to Do and no lock; a retry, a retry given back, Tokens and
+// Full read the clock and take a lock. A Loop does not spend from a
+// Budget.
 type Budget struct {
 	// Ratio is how much of a retry each call that did not fail earns. Zero
-	// means 0.1; below zero (or NaN), none.
+	// means 0.2; below zero (or NaN), none.
 	Ratio float64
 	// Burst is what a new Budget holds, and the room it starts with, which
 	// fades by e every 10 seconds into the room its earning calls make.
@@ -105,6 +115,7 @@ type budgetState struct {
 	held   int64     // thousandths of a retry held, as of last
 	seen   uint64    // earned, as of last
 	recent float64   // the calls that earned, each fading by e every window since
+	lucky  float64   // the retries given back, each fading by e every luckCalls earning calls
 	fill   float64   // the room a new Budget starts with, Burst, fading alike, in thousandths
 	last   time.Time // the last update; zero before the first
 	part   uint64    // what the clock earned since, short of a thousandth, in 10⁻¹² retry
@@ -113,6 +124,17 @@ type budgetState struct {
 // window is the time over which a Budget's recent earning calls make room
 // for retries: a call counts e^(−age/window) of itself.
 const window = 10 * time.Second
+
+// luckRoom is the room a retry given back makes, in retries, up to Burst,
+// while it is recent, among the last luckCalls or so earning calls (each
+// counting e^(−1/luckCalls) less than the one after): bad luck, met
+// often, needs headroom for its runs, at any pace, and a client whose
+// retries keep succeeding has it. A client whose attempts fail at random,
+// 5% of them or more, keeps its room at Burst.
+const (
+	luckRoom  = 3
+	luckCalls = 100
+)
 
 // ErrBudget is the Cause of the Error Do returns when a Budget has no whole
 // retry left for the next attempt. Its message is "retry: budget
@@ -139,23 +161,43 @@ func milli(x float64, def int64) int64 {
 	return int64(min(math.Round(x*milliUnit), milliMax))
 }
 
+// The defaults of a zero Ratio and Burst, in thousandths.
+const (
+	defaultRatio = milliUnit / 5
+	defaultBurst = 10 * milliUnit
+)
+
 // Tokens returns the retries the Budget would allow now, for a gauge: a
-// number in [0, its bound], with three decimal places; +Inf for a Budget
+// number in [0, its room], with three decimal places; +Inf for a Budget
 // that never refuses. Reading it changes nothing the Budget does after.
 func (b *Budget) Tokens() float64 {
+	held, _ := b.peek()
+	return held
+}
+
+// Full reports whether the Budget holds all its room now: every retry it
+// allowed has been given back or earned again, so that a Budget made anew
+// in its place would allow no fewer retries until its Burst fades (a map
+// of Budgets, one per key, can forget a full one, and keep one that is
+// not). A Budget that never refuses is always full. Reading it changes
+// nothing the Budget does after.
+func (b *Budget) Full() bool {
+	held, room := b.peek()
+	return held >= room
+}
+
+// peek reckons a copy of the state as of now: what it holds, and its room.
+func (b *Budget) peek() (held, room float64) {
 	burst := milli(b.Burst, defaultBurst)
 	if burst >= milliMax {
-		return math.Inf(1)
+		return math.Inf(1), math.Inf(1)
 	}
 	b.mu.Lock()
 	s := b.state
 	b.mu.Unlock()
-	s.update(b, burst, time.Now())
-	return float64(s.held) / milliUnit
+	bound := s.update(b, burst, time.Now())
+	return float64(s.held) / milliUnit, float64(bound) / milliUnit
 }
-
-// defaultBurst is a zero Burst, in thousandths.
-const defaultBurst = 10 * milliUnit
 
 // earn counts a call that did not fail: Do's one cost on the happy path,
 // an atomic add. Every 64th call also takes the lock and reads the clock,
@@ -178,9 +220,9 @@ func (b *Budget) earn() {
 const earnEvery = 64
 
 // Allow takes one retry from the Budget, and reports whether it held one
-// whole: Do asks it just before each wait, and httpretry before each
-// hedge, so that retries and hedges share one bound. With less than one
-// whole retry held, it takes nothing and reports false.
+// whole: Do asks it just before each wait. With less than one whole retry
+// held, it takes nothing and reports false. A retry taken by Allow is
+// given back only by Do, when the attempt after it does not fail.
 func (b *Budget) Allow() bool {
 	burst := milli(b.Burst, defaultBurst)
 	if burst >= milliMax {
@@ -197,14 +239,33 @@ func (b *Budget) Allow() bool {
 	return true
 }
 
+// giveBack returns the retry that an attempt which did not fail took, up
+// to the room, and counts it as luck, which makes room. A nil Budget has
+// nothing to give back.
+func (b *Budget) giveBack() {
+	if b == nil {
+		return
+	}
+	burst := milli(b.Burst, defaultBurst)
+	if burst >= milliMax {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, now := &b.state, time.Now()
+	s.update(b, burst, now) // faded to now, so that the retry given back counts whole
+	s.lucky++
+	bound := s.update(b, burst, now)
+	s.held = min(s.held+milliUnit, bound)
+}
+
 // update adds what the Budget earned since it last did, by calls and by
-// the clock, and holds it to its bound: burst, or Ratio × the recent
-// earning calls, whichever is more.
+// the clock, and holds it to its room, which it returns.
 func (s *budgetState) update(b *Budget, burst int64, now time.Time) (bound int64) {
 	if s.last.IsZero() { // the first: a new Budget holds Burst, and has earned nothing by the clock
 		s.held, s.fill, s.last = burst, float64(burst), now
 	}
-	ratio := milli(b.Ratio, milliUnit/10)
+	ratio := milli(b.Ratio, defaultRatio)
 	n := b.earned.Load()
 	calls := n - s.seen
 	s.seen = n
@@ -229,8 +290,12 @@ func (s *budgetState) update(b *Budget, burst int64, now time.Time) (bound int64
 		s.recent = s.recent*decay + float64(calls)*(1-decay)/fade
 		s.fill *= decay
 	}
-	earned := s.recent*float64(ratio) + float64(milli(b.PerSecond, 0))*window.Seconds()
-	bound = max(min(burst, milliUnit), int64(s.fill), int64(min(earned, milliMax)))
+	if calls > 0 {
+		s.lucky *= math.Exp(-float64(calls) / luckCalls)
+	}
+	earned := s.recent*float64(ratio)/2 + float64(milli(b.PerSecond, 0))*window.Seconds()
+	luck := min(float64(burst), s.lucky*luckRoom*milliUnit)
+	bound = max(min(burst, milliUnit), int64(s.fill), int64(luck), int64(min(earned, milliMax)))
 	s.held = min(s.held, bound)
 	return bound
 }

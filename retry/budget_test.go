@@ -41,10 +41,10 @@ func drain(t *testing.T, b *retry.Budget) {
 }
 
 // TestBudgetDefaults: the zero Budget holds 10 retries, refuses the 11th
-// with ErrBudget and the last error kept, and earns 0.1 a call that
-// succeeds: ten buy one whole retry, exactly. Its room grows with the calls
-// that earned (Ratio × them, each fading by e every 10 seconds), and fades
-// when they stop, the new Budget's 10 with it, to one retry.
+// with ErrBudget and the last error kept, and earns 0.2 a call that
+// succeeds: five buy one whole retry, exactly. Its room grows with the
+// calls that earned (Ratio/2 × them, each fading by e every 10 seconds),
+// and fades when they stop, the new Budget's 10 with it, to one retry.
 func TestBudgetDefaults(t *testing.T) {
 	synctest.Test(t, testBudgetDefaults)
 }
@@ -62,35 +62,36 @@ func testBudgetDefaults(t *testing.T) {
 	if err.Error() != "retry: giving up after 11 attempts in 0s (retry: budget exhausted): connection refused" {
 		t.Errorf("message %q", err)
 	}
-	for i := 1; i <= 10; i++ {
+	for i := 1; i <= 5; i++ {
 		good(&b)
-		if got, want := b.Tokens(), float64(i)/10; got != want {
+		if got, want := b.Tokens(), float64(i)/5; got != want {
 			t.Fatalf("after %d successes: %v, want exactly %v", i, got, want)
 		}
 	}
 	if retries, _ := bad(&b, 1000); retries != 1 {
-		t.Fatalf("ten successes at 0.1 bought %d retries, want exactly 1", retries)
+		t.Fatalf("five successes at 0.2 bought %d retries, want exactly 1", retries)
 	}
-	// 90 more in the same instant: 9 earned, within the new Budget's 10.
-	for range 90 {
+	// 45 more in the same instant: 9 earned, within the new Budget's 10.
+	for range 45 {
 		good(&b)
 	}
 	if got := b.Tokens(); got != 9 {
-		t.Fatalf("after 100 successes: %v, want 9", got)
+		t.Fatalf("after 50 successes: %v, want 9", got)
 	}
-	// 200 more: 300 calls have earned, room for 30; it holds the 29.
-	for range 200 {
+	// 250 more: 300 calls have earned, room for 30 (a tenth of them),
+	// which it holds, though they earned 60.
+	for range 250 {
 		good(&b)
 	}
-	if got := b.Tokens(); got != 29 {
-		t.Fatalf("after 300 successes: %v, want 29", got)
+	if got := b.Tokens(); got != 30 {
+		t.Fatalf("after 300 successes: %v, want 30", got)
 	}
-	// 400 more: room for 70, and it holds 69.
+	// 400 more: room for 70, and it holds 70.
 	for range 400 {
 		good(&b)
 	}
-	if got := b.Tokens(); got != 69 {
-		t.Fatalf("after 700 successes: %v, want 69", got)
+	if got := b.Tokens(); got != 70 {
+		t.Fatalf("after 700 successes: %v, want 70", got)
 	}
 	// Ten seconds without a call. The room was last reckoned at the 640th
 	// earning call (every 64th reckons; reading Tokens does not), so the
@@ -135,6 +136,104 @@ func testBudgetDefaults(t *testing.T) {
 	}
 }
 
+// lucky is a call that fails its first n attempts and then succeeds,
+// allowed n retries without waiting: it returns how many it made.
+func lucky(b *retry.Budget, n int) (retries int, err error) {
+	calls := 0
+	err = retry.Do(context.Background(), retry.Policy{Schedule: noWait(n), Budget: b}, func(context.Context) error {
+		if calls++; calls <= n {
+			return errFault
+		}
+		return nil
+	})
+	return calls - 1, err
+}
+
+// TestBudgetGivesBackWhatSucceeds: bad luck costs nothing. A retry whose
+// attempt succeeds, or ends on an error not worth retrying, is given back
+// as the call returns, and the call earns; a retry that failed is not,
+// even in a call that then succeeds; a call that gives up keeps every
+// retry it took. Each retry given back makes room for 3 more while it is
+// recent, fading as the calls do.
+func TestBudgetGivesBackWhatSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{Burst: 2}
+		for i := range 20 { // a new Budget's 2, and 20 calls that each fail once
+			if n, err := lucky(b, 1); n != 1 || err != nil {
+				t.Fatalf("call %d, failing once: %d retries, %v; want 1, nil", i+1, n, err)
+			}
+		}
+		if got := b.Tokens(); got != 2 {
+			t.Fatalf("20 calls saved by a retry each: %v held, want the 2 it started with", got)
+		}
+		// Failing twice: the first retry failed and is spent, the second
+		// is given back, and the call earns 0.2.
+		if n, err := lucky(b, 2); n != 2 || err != nil || b.Tokens() != 1.2 {
+			t.Fatalf("a call failing twice: %d retries, %v, %v held; want 2, nil, 1.2", n, err, b.Tokens())
+		}
+		// Permanent after a retry: given back, and earned.
+		calls := 0
+		retry.Do(context.Background(), retry.Policy{Schedule: noWait(3), Budget: b}, func(context.Context) error {
+			if calls++; calls == 1 {
+				return errFault
+			}
+			return retry.Permanent(errFault)
+		})
+		if got := b.Tokens(); calls != 2 || got != 1.4 {
+			t.Fatalf("a fault, then a Permanent error: %d calls, %v held; want 2, 1.4", calls, got)
+		}
+		// GiveUp after a retry: not given back, nothing earned.
+		calls = 0
+		retry.Do(context.Background(), retry.Policy{Schedule: noWait(3), Budget: b}, func(context.Context) error {
+			if calls++; calls == 1 {
+				return errFault
+			}
+			return retry.GiveUp(errFault)
+		})
+		if got := b.Tokens(); calls != 2 || got != 0.4 {
+			t.Fatalf("a fault, then GiveUp: %d calls, %v held; want 2, 0.4", calls, got)
+		}
+	})
+	// The room luck makes: a Budget whose Burst has faded (100s idle)
+	// and whose 60 calls make room for 6 holds 10 after 5 retries given
+	// back (3 each, up to Burst), which ten quiet seconds do not fade, as
+	// the calls' room fades; 1,000 calls with no bad luck fade it.
+	synctest.Test(t, func(t *testing.T) {
+		b := &retry.Budget{}
+		b.Allow()
+		time.Sleep(100 * time.Second)
+		for range 60 {
+			good(b)
+		}
+		// The first of them, reckoned first after the quiet, counts as
+		// spread over it: (1 − e⁻¹⁰)/10 of a call.
+		if got, want := b.Tokens(), math.Floor(100*(59+(1-math.Exp(-10))/10))/1000; got != want {
+			t.Fatalf("60 successes on a Budget 100s old: %v held, want their room, %v", got, want)
+		}
+		for range 5 {
+			lucky(b, 1)
+		}
+		for range 20 {
+			good(b)
+		}
+		if got := b.Tokens(); got != 10 {
+			t.Fatalf("5 retries given back, then 20 successes: %v held, want the room of the luck, 10 (the calls' is 8.5)", got)
+		}
+		time.Sleep(10 * time.Second)
+		if got := b.Tokens(); got != 10 {
+			t.Fatalf("10s later: %v held, want 10 still: luck fades by calls, not time", got)
+		}
+		time.Sleep(time.Hour)
+		for range 1000 {
+			good(b)
+		}
+		time.Sleep(time.Hour)
+		if got := b.Tokens(); got != 1 {
+			t.Fatalf("an hour, 1,000 successes without bad luck, an hour: %v held, want 1", got)
+		}
+	})
+}
+
 // TestBudgetFields: each field read to three places; zero the default;
 // negative or NaN none; +Inf Burst never refuses.
 func TestBudgetFields(t *testing.T) {
@@ -145,23 +244,23 @@ func TestBudgetFields(t *testing.T) {
 		retries int     // of a failing call allowed 100
 		earned  float64 // by one success, after
 	}{
-		{&retry.Budget{}, 10, 10, 0.1},
+		{&retry.Budget{}, 10, 10, 0.2},
 		{&retry.Budget{Burst: 3, Ratio: 0.25}, 3, 3, 0.25},
-		{&retry.Budget{Burst: 2.5}, 2.5, 2, 0.1},
-		{&retry.Budget{Burst: 1.0004}, 1, 1, 0.1},
-		{&retry.Budget{Burst: 0.9999}, 1, 1, 0.1},
+		{&retry.Budget{Burst: 2.5}, 2.5, 2, 0.2},
+		{&retry.Budget{Burst: 1.0004}, 1, 1, 0.2},
+		{&retry.Budget{Burst: 0.9999}, 1, 1, 0.2},
 		{&retry.Budget{Burst: 0.999}, 0.999, 0, 0}, // full: nothing to earn
-		{&retry.Budget{Burst: -1}, 0, 0, 0.1},      // no room of its own: the one call's
+		{&retry.Budget{Burst: -1}, 0, 0, 0.1},      // no room of its own: the one call's, Ratio/2
 		{&retry.Budget{Burst: math.NaN()}, 0, 0, 0.1},
 		{&retry.Budget{Ratio: -1}, 10, 10, 0},
 		{&retry.Budget{Ratio: math.NaN()}, 10, 10, 0},
 		{&retry.Budget{Ratio: 0.0004}, 10, 10, 0},
 		{&retry.Budget{Ratio: 0.0005}, 10, 10, 0.001},
-		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, most},
-		{&retry.Budget{PerSecond: -5}, 10, 10, 0.1},
+		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, most / 2}, // the room of one call, Ratio/2
+		{&retry.Budget{PerSecond: -5}, 10, 10, 0.2},
 		{&retry.Budget{Burst: math.Inf(1)}, math.Inf(1), 100, 0},
 		{&retry.Budget{Burst: 1e300}, math.Inf(1), 100, 0},
-		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0.1}, // about the largest Burst counted, 2^52 thousandths
+		{&retry.Budget{Burst: 4.5e12}, 4.5e12, 100, 0.2}, // about the largest Burst counted, 2^52 thousandths
 		{&retry.Budget{Burst: 4.51e12}, math.Inf(1), 100, 0},
 		{&retry.Budget{Burst: -0.5}, 0, 0, 0.1},
 		{&retry.Budget{Ratio: -0.5}, 10, 10, 0},
@@ -260,10 +359,10 @@ func TestBudgetWhichCallsEarn(t *testing.T) {
 			after := b.Tokens()
 			want := before
 			switch {
-			case tt.name == "success after a retry":
-				want = before - 1 + 0.1
+			case tt.name == "success after a retry": // taken, given back, and earned
+				want = before + 0.2
 			case tt.earn:
-				want = before + 0.1
+				want = before + 0.2
 			}
 			if math.Abs(after-want) > 1e-9 {
 				t.Errorf("%s: tokens %v → %v, want %v", tt.name, before, after, want)
@@ -304,11 +403,14 @@ func TestBudgetSpentLast(t *testing.T) {
 }
 
 // TestBudgetBound: over any interval from a to a+T, the retries a Budget
-// allows are at most max(Burst, Ratio × the calls that earned before a +
-// PerSecond × 10s) + PerSecond×T + Ratio × the calls that earned in it,
-// exactly, in thousandths, for random runs of calls at random moments of virtual
-// time; and what it holds is never above max(Burst, Ratio × the calls
-// that earned, each weighing e^(−age/10s)), for calls evenly spread.
+// allows are at most its room at a, max(Burst, Ratio/2 × the calls that
+// earned before a + 3 × the retries given back before a + PerSecond ×
+// 10s), plus PerSecond×T, Ratio × the calls that earned in it and the
+// retries given back in it, exactly, in thousandths, for random runs of
+// calls at random moments of virtual time, some failing every attempt,
+// some failing a few and then succeeding; and what it holds is never
+// above max(Burst, Ratio/2 × the calls that earned, each weighing
+// e^(−age/10s)), for calls evenly spread.
 func TestBudgetBound(t *testing.T) {
 	for _, b := range []*retry.Budget{
 		{},
@@ -325,18 +427,23 @@ func TestBudgetBound(t *testing.T) {
 				at      time.Duration
 				earned  bool
 				retries int
+				back    bool // its last retry was given back
 			}
 			var events []event
 			budget := &retry.Budget{Ratio: b.Ratio, Burst: b.Burst, PerSecond: b.PerSecond}
 			start := time.Now()
-			for range 400 {
+			for range 600 {
 				time.Sleep(time.Duration(r.ExpFloat64() * float64(300*time.Millisecond)))
 				e := event{at: time.Since(start)}
-				if r.IntN(3) == 0 {
+				switch r.IntN(3) {
+				case 0:
 					e.retries, _ = bad(budget, r.IntN(40))
-				} else {
+				case 1:
 					good(budget)
 					e.earned = true
+				default:
+					n, err := lucky(budget, 1+r.IntN(3))
+					e.retries, e.earned, e.back = n, err == nil, err == nil
 				}
 				events = append(events, e)
 			}
@@ -347,17 +454,21 @@ func TestBudgetBound(t *testing.T) {
 				}
 				return int64(math.Round(max(x, 0) * 1000))
 			}
-			burst, ratio, rate := milli(b.Burst, 10), milli(b.Ratio, 0.1), milli(b.PerSecond, 0)
-			var before int64 // the calls that earned before event i
+			burst, ratio, rate := milli(b.Burst, 10), milli(b.Ratio, 0.2), milli(b.PerSecond, 0)
+			var before, backBefore int64 // the calls that earned, and the retries given back, before event i
 			for i := range events {
-				var retries, earned int64
+				var retries, earned, back int64
 				for j := i; j < len(events); j++ {
 					retries += int64(events[j].retries)
 					if events[j].earned {
 						earned++
 					}
+					if events[j].back {
+						back++
+					}
 					// The calls of [i, j] lie in an interval of length at - at_i.
-					bound := max(burst, ratio*before+10*rate) + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned
+					room := max(burst, ratio*before/2+3000*backBefore+10*rate)
+					bound := room + rate*int64(events[j].at-events[i].at)/int64(time.Second) + ratio*earned + 1000*back
 					if 1000*retries > bound {
 						t.Fatalf("%s: calls %d to %d, over %v: %d retries allowed, more than the bound %.3f", fields(b), i, j, events[j].at-events[i].at, retries, float64(bound)/1000)
 					}
@@ -365,12 +476,16 @@ func TestBudgetBound(t *testing.T) {
 				if events[i].earned {
 					before++
 				}
+				if events[i].back {
+					backBefore++
+				}
 			}
 		})
 	}
 	// Evenly spread, the fading count is exact: at 100 calls a second for
-	// a minute, 0.1 each, it holds what the last ten seconds' thousand or
-	// so calls make room for, Σ e^(−k/1000) over 6,000 calls ≈ 1000.5.
+	// a minute, room for 0.1 each, it holds what the last ten seconds'
+	// thousand or so calls make room for, Σ e^(−k/1000) over 6,000 calls
+	// ≈ 1000.5.
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{}
 		for range 6000 {

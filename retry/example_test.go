@@ -396,6 +396,7 @@ func TestFetchConfig(t *testing.T) {
 func ExampleBudget() {
 	budget := &retry.Budget{Burst: 3}
 	policy := retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: 5}, Budget: budget}
+	// A dependency that fails every call: the Budget's 3 retries, then none.
 	for range 3 {
 		calls := 0
 		err := retry.Do(context.Background(), policy, func(context.Context) error {
@@ -404,15 +405,25 @@ func ExampleBudget() {
 		})
 		fmt.Println("calls:", calls, "| budget exhausted:", errors.Is(err, retry.ErrBudget), "| retries left:", budget.Tokens())
 	}
-	for range 10 {
+	for range 5 {
 		retry.Do(context.Background(), policy, func(context.Context) error { return nil })
 	}
-	fmt.Println("after 10 successes:", budget.Tokens())
+	fmt.Println("after 5 successes:", budget.Tokens())
+	// Bad luck: a retry that succeeds is given back, and its call earns.
+	calls := 0
+	retry.Do(context.Background(), policy, func(context.Context) error {
+		if calls++; calls == 1 {
+			return errors.New("503 Service Unavailable")
+		}
+		return nil
+	})
+	fmt.Println("calls:", calls, "| retries left:", budget.Tokens())
 	// Output:
 	// calls: 4 | budget exhausted: true | retries left: 0
 	// calls: 1 | budget exhausted: true | retries left: 0
 	// calls: 1 | budget exhausted: true | retries left: 0
-	// after 10 successes: 1
+	// after 5 successes: 1
+	// calls: 2 | retries left: 1.2
 }
 
 // A Policy with a Name counted in retry.Stats, published with expvar and
@@ -500,15 +511,15 @@ func ExampleTable_Each() {
 	// in all: 2 succeeded at once, 0 refused by the budget
 }
 
-// Allow takes a retry from a Budget for work of one's own beyond Do's, as
-// httpretry's hedges do: here, a second request to another replica.
+// Allow takes a retry from a Budget for a loop of one's own beside Do's
+// calls: what it takes, Do's retries cannot.
 func ExampleBudget_Allow() {
 	budget := &retry.Budget{Burst: 1}
 	for i := range 3 {
-		fmt.Printf("a second copy of request %d: %v\n", i+1, budget.Allow())
+		fmt.Printf("retry %d of a loop of one's own: %v\n", i+1, budget.Allow())
 	}
 	// Output:
-	// a second copy of request 1: true
-	// a second copy of request 2: false
-	// a second copy of request 3: false
+	// retry 1 of a loop of one's own: true
+	// retry 2 of a loop of one's own: false
+	// retry 3 of a loop of one's own: false
 }

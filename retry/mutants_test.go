@@ -85,7 +85,7 @@ func TestBudgetFirstUseIsFirstEarn(t *testing.T) {
 // age, reckoned every 64 calls, the calls since the last reckoning taken
 // as evenly spread between the two. One success at 0 (the first use,
 // reckoned), 63 more at 10s (the 64th reckons them as spread over the 10s),
-// and a read at 20s: the room is Ratio × (e⁻¹ + 63(1 − e⁻¹)) × e⁻¹ ≈ 1.479,
+// and a read at 20s: the room is Ratio/2 × (e⁻¹ + 63(1 − e⁻¹)) × e⁻¹ ≈ 1.479,
 // above the new Budget's 10 faded twice (1.353).
 func TestBudgetReckonedEvery64(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -314,7 +314,7 @@ func TestSleepUnenforcedDeadline(t *testing.T) {
 // TestBudgetFractionalNegativeFields: a field below zero means none of it,
 // however little below: PerSecond −0.5 earns nothing by the clock, and a
 // Burst of −0.5 holds nothing of its own, so a success at Ratio 1 on a new
-// Budget leaves it exactly the one retry it earned.
+// Budget leaves it exactly the room the one call made, half a retry.
 func TestBudgetFractionalNegativeFields(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{PerSecond: -0.5, Burst: 2}
@@ -327,8 +327,8 @@ func TestBudgetFractionalNegativeFields(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &retry.Budget{Burst: -0.5, Ratio: 1}
 		good(b)
-		if got := b.Tokens(); got != 1 {
-			t.Errorf("Burst −0.5, Ratio 1, one success: %v, want 1", got)
+		if got := b.Tokens(); got != 0.5 {
+			t.Errorf("Burst −0.5, Ratio 1, one success: %v, want 0.5", got)
 		}
 	})
 }

@@ -161,7 +161,7 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 	var timer *time.Timer
 	attempts, attemptStart := 1, start
 	for {
-		if cause, final := p.final(ctx, err); final { // 1, 2
+		if cause, final := p.final(ctx, err, attempts > 1); final { // 1, 2
 			return p.giveUp(ctx, err, attempts, attempts, start, cause)
 		}
 		if d, ok := waitOf(err); ok { // 3
@@ -202,6 +202,7 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		}
 		if err = fn(ctx); err == nil {
 			p.earn()
+			p.Budget.giveBack()
 			if p.Name != "" || p.OnDone != nil {
 				p.ended(SucceededAfterRetries, attempts, attempts, start, -1, nil, nil)
 			}
@@ -213,8 +214,9 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 // final reports whether Do gives up on err whatever the Schedule says, and
 // why: ctx is done (rule 1: its cause), or err is not to be retried (rule
 // 2: no cause). A Permanent error, or one Retryable refuses, earns the
-// Budget, as a call that did not fail; a GiveUp error does not.
-func (p *Policy) final(ctx context.Context, err error) (cause error, final bool) {
+// Budget, as a call that did not fail, and gives back the retry before it,
+// when retried; a GiveUp error does neither.
+func (p *Policy) final(ctx context.Context, err error, retried bool) (cause error, final bool) {
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx), true
@@ -222,6 +224,9 @@ func (p *Policy) final(ctx context.Context, err error) (cause error, final bool)
 		return nil, true
 	case IsPermanent(err) || (p.Retryable != nil && !p.Retryable(err)):
 		p.earn()
+		if retried {
+			p.Budget.giveBack()
+		}
 		return nil, true
 	}
 	return nil, false
