@@ -235,10 +235,17 @@ var stormArms = []stormArm{
 		client := &http.Client{Transport: &httpretry.Transport{Base: conn}}
 		return func(ctx context.Context) bool { return get200(ctx, client) }
 	}},
-	// Hedges take from the same budget: in a storm, where the tokens are
-	// gone, hedging stops by itself.
+	// Hedges have an allowance of their own, and stop while the host's
+	// budget has no retry left: in a storm, where the retries are gone,
+	// hedging stops by itself. The fixed delay is half a request's service
+	// time here: every request is slow enough to be hedged, as far as the
+	// allowance goes.
 	{"unherd/backoff httpretry, Hedge{}", true, func(conn http.RoundTripper) func(context.Context) bool {
 		client := &http.Client{Transport: &httpretry.Transport{Base: conn, Hedge: &httpretry.Hedge{}}}
+		return func(ctx context.Context) bool { return get200(ctx, client) }
+	}},
+	{"unherd/backoff httpretry, Hedge{Delay: 50ms}", true, func(conn http.RoundTripper) func(context.Context) bool {
+		client := &http.Client{Transport: &httpretry.Transport{Base: conn, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}}
 		return func(ctx context.Context) bool { return get200(ctx, client) }
 	}},
 }
@@ -432,7 +439,7 @@ func TestStorm(t *testing.T) {
 			t.Errorf("%s: recovered after %v, goodput %.2f: want it to stay down, as the storm holds it", arm.name, r.recovered, r.goodput)
 		}
 	}
-	for _, name := range []string{"unherd/backoff httpretry, defaults", "unherd/backoff httpretry, Hedge{}"} {
+	for _, name := range []string{"unherd/backoff httpretry, defaults", "unherd/backoff httpretry, Hedge{}", "unherd/backoff httpretry, Hedge{Delay: 50ms}"} {
 		ours := rows[name]
 		if !ours.recovers || ours.recovered > time.Duration(1.3*float64(none.recovered)) || ours.goodput < none.goodput-0.01 {
 			t.Errorf("%s: back after %v (ok %v), goodput %.2f; want back within 1.3× no retries' %v, goodput at least its %.2f", name, ours.recovered, ours.recovers, ours.goodput, none.recovered, none.goodput)

@@ -5,100 +5,188 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// A flight is one attempt that AttemptTimeout or Hedge bounds: its first
-// leg, sent from the caller's goroutine, and any hedges, each sent from
-// the goroutine of the timer that sent it. Its first leg is part of it, so
-// that an attempt with no hedge makes one object of its own.
+// A flight is one attempt that AttemptTimeout or Hedge bounds. Unhedged,
+// its one copy goes from the caller's goroutine, and AttemptTimeout's
+// timer cuts it. Hedged, every copy goes from a goroutine of its own and
+// the caller waits for the first answer, so that no copy holds the
+// caller once another has answered, however long Base takes to return a
+// cancelled one; one timer sends the hedges and times the copies out.
+//
+// The copies' outcomes are judged (Retryable, GetBody: the caller's code)
+// outside the flight's lock, and a copy's place in the race is claimed
+// once, by an atomic state, the moment Base returns it: so a copy that
+// answered in time is never judged timed out because another held the
+// lock, and no copy's callback holds the winner.
 type flight struct {
-	rt    request
-	ctx   context.Context // the request's
-	delay time.Duration   // between copies; 0: no hedge
-	sent  int             // the request's sends before this attempt's first
-	first leg
+	rt     request
+	ctx    context.Context // the request's
+	delay  time.Duration   // between copies; 0: not hedged
+	sent   int             // the request's sends before this attempt's first
+	linger bool            // losers are left to finish, for their connections: net/http's Transport, to a host not known to speak HTTP/2
+	first  leg
 
 	mu       sync.Mutex
-	timer    *time.Timer   // for hedges and their timeouts; nil when not hedged
+	timer    *time.Timer   // hedged: the hedges and the copies' timeouts
 	next     time.Time     // when the next hedge is due; zero for none
-	more     []*leg        // the hedges sent
-	now      bool          // the next hedge is due at once: a copy failed
-	pending  int           // legs sent whose outcome is not in
-	over     bool          // decided: a leg won, or every leg sent has failed
-	win      *leg          // the leg that won
-	last     *leg          // the leg that failed last, while none has won
-	done     chan struct{} // closed once over, made with the first hedge
-	panicked *any          // a hedge's goroutine panicked with this: the caller panics with it
+	more     []*leg        // the hedges, sent or being readied
+	sends    int           // copies sent
+	pending  int           // copies sent, or being readied, whose outcome is not in
+	over     bool          // decided: a copy won, every copy has failed, or the context ended
+	win      *leg          // the copy that won
+	last     *leg          // the copy that failed last, while none has won
+	done     chan struct{} // closed once over
+	panicked *any          // a copy's goroutine panicked with this: the caller panics with it
 }
 
-// A leg is one request sent: its own context, a child of the request's,
-// and, once it has headers and is kept, the body that releases the
-// context when closed or read to its end.
+// The states of a copy: sent, then exactly one of the others, claimed
+// with a compare-and-swap by whichever comes first.
+const (
+	unsent    int32 = iota // a hedge being readied (its body from GetBody)
+	flying                 // sent; Base has not returned it
+	returned               // Base returned it in time: its outcome counts
+	timedOut               // AttemptTimeout passed before Base returned it
+	lost                   // the flight was decided before it returned: cancelled
+	lingering              // the same, left to finish for its connection, within bounds
+)
+
+// A leg is one copy sent: its own context, and, once it has headers and
+// is kept, the body that releases the context when closed or read to its
+// end.
 type leg struct {
 	f        *flight
 	req      http.Request
 	cancel   context.CancelFunc
+	unwatch  func() bool // ends the watch that cancels a detached copy with the request
 	start    time.Time
 	deadline time.Time   // start + AttemptTimeout; zero without one
-	timer    *time.Timer // AttemptTimeout's, when not hedged
-	finished bool        // its outcome is in
-	timedOut bool
+	timer    *time.Timer // unhedged: AttemptTimeout's, which cancels it; lingering: its bound
+	state    atomic.Int32
 	counted  bool // its time went to the latency estimate
 	resp     *http.Response
 	err      error
 	body     io.ReadCloser // resp's own, which Read and Close wrap
 }
 
+// lingerTime bounds how long a losing copy is left to finish, beside its
+// AttemptTimeout: longer than a host's pause is seldom worth a goroutine,
+// and a connection costs a handshake, a few round trips.
+const lingerTime = time.Second
+
 // fly sends one attempt of req as a flight, with body as its body, and
 // returns its outcome: when hedged (delay above 0), the answer (answer
 // true) or the failure that came last, a response or a transport error;
-// when not, the one leg's response or error, for the caller to judge.
+// when not, the one copy's response or error, for the caller to judge.
 func (rt *request) fly(ctx context.Context, req *http.Request, body io.ReadCloser, delay time.Duration, sent int) (resp *http.Response, answer bool, sends int, err error) {
 	f := &flight{rt: *rt, ctx: ctx, delay: delay, sent: sent}
+	if delay <= 0 {
+		resp, err = f.once(req, body)
+		return resp, false, 1, err
+	}
+	return f.hedged(req, body)
+}
+
+// once sends the flight's one copy from the caller's goroutine, timed out
+// by AttemptTimeout's timer, which cancels it: a timer that Stop finds
+// already fired timed it out, whenever Base returned.
+func (f *flight) once(req *http.Request, body io.ReadCloser) (*http.Response, error) {
 	c := &f.first
-	f.start(c, req, body, time.Now())
-	f.pending = 1
+	f.start(c, req, body, 0, time.Now())
+	c.state.Store(flying)
+	if timeout := f.rt.t.AttemptTimeout; timeout > 0 {
+		c.timer = time.AfterFunc(timeout, c.cancel)
+	}
 	defer func() {
-		if r := recover(); r != nil {
-			f.abort()
+		if r := recover(); r != nil { // Base panicked: nothing is left behind
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.release()
 			panic(r)
 		}
 	}()
-	if delay > 0 {
-		f.mu.Lock() // the timer's tick may run before AfterFunc returns
-		f.next = c.start.Add(delay)
-		f.timer = time.AfterFunc(f.wake(c.start), f.tick)
-		f.mu.Unlock()
-	} else if timeout := rt.t.AttemptTimeout; timeout > 0 {
-		c.timer = time.AfterFunc(timeout, c.cancel)
+	resp, err := send(f.rt.base, &c.req)
+	now := time.Now()
+	if c.timer != nil && !c.timer.Stop() {
+		c.state.Store(timedOut)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		resp, err = nil, ErrAttemptTimeout
+		if r := f.rt.row; r != nil {
+			r.AttemptTimeout()
+		}
+	} else {
+		c.state.Store(returned)
 	}
-	resp, err = send(rt.base, &c.req)
-	f.finish(c, resp, err)
-	f.mu.Lock()
-	over, done := f.over, f.done
-	f.mu.Unlock()
-	if !over {
-		<-done // a hedge is in flight: done was made with it
+	f.count(c, resp != nil, now)
+	if resp != nil && f.rt.hedge != nil { // an adaptive Hedge still without its delay
+		f.rt.hedge.earn(f.rt.t.Hedge.share())
 	}
-	if p := f.panicked; p != nil { // read after done: catch set it before deciding
-		panic(*p)
-	}
-	sends = 1 + len(f.more) // done, or over and read under the lock: no hedge is added after
-	if w := f.win; w != nil {
-		return w.resp, true, sends, nil
-	}
-	return f.last.resp, false, sends, f.last.err
+	c.keep(resp, err)
+	return resp, err
 }
 
-// start readies c to be sent at now, with its own context and body.
-func (f *flight) start(c *leg, req *http.Request, body io.ReadCloser, now time.Time) {
-	ctx, cancel := context.WithCancel(f.ctx)
-	n := f.sent // sends of the request before this one
-	if c != &f.first {
-		n += len(f.more) + 1
+// hedged sends the flight's first copy, and its hedges as they come due,
+// each from a goroutine of its own, and waits for the flight to be
+// decided or the request's context to end.
+func (f *flight) hedged(req *http.Request, body io.ReadCloser) (resp *http.Response, answer bool, sends int, err error) {
+	_, netHTTP := f.rt.base.(*http.Transport)
+	f.linger = netHTTP && !f.rt.hedge.h2.Load()
+	f.done = make(chan struct{})
+	now := time.Now()
+	c := &f.first
+	f.start(c, req, body, 0, now)
+	f.mu.Lock() // the timer's tick may run before AfterFunc returns
+	f.pending, f.sends = 1, 1
+	c.state.Store(flying)
+	f.next = now.Add(f.delay)
+	f.timer = time.AfterFunc(f.wake(now), f.tick)
+	f.mu.Unlock()
+	go f.run(c)
+	select {
+	case <-f.done:
+	case <-f.ctx.Done():
+		f.mu.Lock()
+		if !f.over {
+			if l := f.last; l != nil {
+				l.drop(l.resp)
+				f.last = nil
+			}
+			f.decide(time.Now())
+		}
+		f.mu.Unlock()
 	}
-	if n > 0 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p := f.panicked; p != nil {
+		panic(*p)
+	}
+	switch {
+	case f.win != nil:
+		return f.win.resp, true, f.sends, nil
+	case f.last != nil:
+		return f.last.resp, false, f.sends, f.last.err
+	}
+	return nil, false, f.sends, f.ctx.Err()
+}
+
+// start readies c, the copy after idx hedges, to be sent at now, with its
+// own context and body. A copy of a flight whose losers may linger has a
+// context of its own, detached from the request's cancellation (the
+// request's values and deadline are still there): the flight cancels it
+// while the request waits for it, and, for the copy kept, a watch on the
+// request's context.
+func (f *flight) start(c *leg, req *http.Request, body io.ReadCloser, idx int, now time.Time) {
+	parent := f.ctx
+	if f.linger {
+		parent = detached{f.ctx}
+	}
+	ctx, cancel := context.WithCancel(parent)
+	if n := f.sent + idx; n > 0 { // sends of the request before this one
 		ctx = withResend(ctx, n)
 	}
 	c.f, c.req, c.cancel, c.start = f, *req.WithContext(ctx), cancel, now
@@ -108,32 +196,51 @@ func (f *flight) start(c *leg, req *http.Request, body io.ReadCloser, now time.T
 	}
 }
 
-// finish takes in the outcome of leg c.
-func (f *flight) finish(c *leg, resp *http.Response, err error) {
+// detached is a request's context without its cancellation, for a copy
+// that may be left to finish after its flight is decided.
+type detached struct{ context.Context }
+
+func (detached) Done() <-chan struct{} { return nil }
+func (detached) Err() error            { return nil }
+
+// run sends c from a goroutine of its own, and takes in its outcome.
+func (f *flight) run(c *leg) {
+	defer f.catch()
+	resp, err := send(f.rt.base, &c.req)
+	f.arrive(c, resp, err)
+}
+
+// arrive takes in what Base returned for c: its outcome, if Base returned
+// it before it timed out or lost; else what is left to do with it.
+func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 	now := time.Now()
+	if !c.state.CompareAndSwap(flying, returned) {
+		f.late(c, resp, now)
+		return
+	}
+	// Judged before the lock is taken: Retryable is the caller's code.
+	answer := err == nil && f.rt.answers(f.ctx, resp)
+	if resp != nil {
+		f.rt.hedge.saw(resp)
+		if c == &f.first && now.Sub(c.start) < f.delay { // an attempt that needed no hedge earns one
+			f.rt.hedge.earn(f.rt.t.Hedge.share())
+		}
+	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.pending--
-	c.finished = true
-	if c.timer != nil && !c.timer.Stop() {
-		c.timedOut = true
-	}
-	if c.timedOut {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		resp, err = nil, ErrAttemptTimeout
-		if r := f.rt.row; r != nil {
-			r.AttemptTimeout()
-		}
-	}
 	f.count(c, resp != nil, now)
 	switch {
-	case f.over: // another leg won: this one lost
-		c.drop(resp)
-	case err == nil && f.delay > 0 && f.rt.answers(f.ctx, resp): // hedged: the first answer wins
-		if f.last != nil {
-			f.last.drop(f.last.resp)
+	case f.over: // decided after Base returned it, before the lock: another copy won, or the context ended
+		f.mu.Unlock()
+		if f.linger {
+			c.settle(resp)
+		} else {
+			c.drop(resp)
+		}
+		return
+	case answer:
+		if l := f.last; l != nil {
+			l.drop(l.resp)
 			f.last = nil
 		}
 		c.keep(resp, nil)
@@ -143,64 +250,100 @@ func (f *flight) finish(c *leg, resp *http.Response, err error) {
 		}
 		f.decide(now)
 	default:
-		if f.last != nil {
-			f.last.drop(f.last.resp)
+		if l := f.last; l != nil {
+			l.drop(l.resp)
 		}
 		c.keep(resp, err)
 		f.last = c
-		switch {
-		case f.shortcut(resp, err):
-			// gRFC A6's hedging: a failure that another copy may not meet
-			// sends the next hedge now, rather than after the delay.
-			f.now = true
-			f.timer.Reset(0)
-			if f.done == nil {
-				f.done = make(chan struct{})
-			}
-		case f.pending == 0: // every leg sent has failed: so has the attempt
+		if f.pending == 0 { // every copy sent has failed: so has the attempt
 			f.decide(now)
 		}
 	}
+	f.mu.Unlock()
 }
 
-// shortcut reports whether a copy's retryable failure sends the next
-// hedge at once: when the flight is hedged, a hedge is left, the request's
-// context is live, the failure did not name its own wait (a Retry-After,
-// which the retry obeys instead), and Policy.Retryable, when set, would
-// retry it.
-func (f *flight) shortcut(resp *http.Response, err error) bool {
-	if f.delay <= 0 || len(f.more) >= f.rt.t.Hedge.hedges() || f.ctx.Err() != nil {
-		return false
+// late handles a copy Base returned after it timed out or lost: a copy
+// left to linger settles, its time counted and its body drained so that
+// its connection is kept; any other is let go.
+func (f *flight) late(c *leg, resp *http.Response, now time.Time) {
+	if c.state.CompareAndSwap(lingering, returned) {
+		c.timer.Stop()
+		if resp != nil {
+			f.rt.hedge.saw(resp)
+		}
+		f.mu.Lock()
+		f.count(c, resp != nil, now)
+		f.mu.Unlock()
+		c.settle(resp)
+		return
 	}
-	if err != nil {
-		return f.rt.retryable(nil, err) && f.rt.policyRetries(err)
-	}
-	if _, named := f.rt.retryAfter(resp); named {
-		return false
-	}
-	return f.rt.policyRetries(&StatusError{Response: resp})
+	c.drop(resp)
 }
 
-// decide ends the flight: no more hedges, and every leg still in flight
-// cancelled, its time counted as cut off when it had waited longer than
-// the hedge delay.
+// settle drains what a copy that is not kept returned, within the bounds
+// of a retried body's drain, and closes it, so that its connection can be
+// reused; then releases its context.
+func (c *leg) settle(resp *http.Response) {
+	if resp != nil {
+		cut := time.AfterFunc(drainTime, c.cancel)
+		io.CopyN(io.Discard, resp.Body, drainLimit)
+		cut.Stop()
+		resp.Body.Close()
+	}
+	c.release()
+}
+
+// decide ends the flight: no more hedges, and every copy still in flight
+// cancelled, its time counted as cut off; or, when a copy has won and the
+// losers may linger, left to finish within their bounds. The copy kept of
+// a flight whose copies are detached gets a watch that cancels it with the
+// request's context.
 func (f *flight) decide(now time.Time) {
 	f.over = true
 	if f.timer != nil {
 		f.timer.Stop()
 	}
+	linger := f.linger && f.win != nil
 	f.each(func(c *leg) {
-		if !c.finished {
+		switch {
+		case linger && c.state.CompareAndSwap(flying, lingering):
+			bound := lingerTime
+			if !c.deadline.IsZero() {
+				bound = min(bound, c.deadline.Sub(now))
+			}
+			c.timer = time.AfterFunc(bound, c.unlinger)
+		case c.state.CompareAndSwap(flying, lost):
 			f.count(c, false, now)
 			c.cancel()
 		}
 	})
-	if f.done != nil {
-		close(f.done)
+	if kept := f.kept(); kept != nil && kept.resp != nil && f.linger {
+		kept.unwatch = context.AfterFunc(f.ctx, kept.cancel)
+	}
+	close(f.done)
+}
+
+// kept is the copy whose outcome the flight keeps: the winner, or the
+// copy that failed last.
+func (f *flight) kept() *leg {
+	if f.win != nil {
+		return f.win
+	}
+	return f.last
+}
+
+// unlinger cuts a losing copy left to finish once its bound has passed.
+func (c *leg) unlinger() {
+	if c.state.CompareAndSwap(lingering, lost) {
+		f := c.f
+		f.mu.Lock()
+		f.count(c, false, time.Now())
+		f.mu.Unlock()
+		c.cancel()
 	}
 }
 
-// each calls do for every leg sent, the first first.
+// each calls do for every copy, the first first.
 func (f *flight) each(do func(*leg)) {
 	do(&f.first)
 	for _, l := range f.more {
@@ -208,36 +351,47 @@ func (f *flight) each(do func(*leg)) {
 	}
 }
 
-// count gives c's time to the host's latency estimate, once: a leg with
-// headers, or one cut off (timed out, or cancelled after the hedge delay)
-// as long. A failure without headers tells nothing of the host's latency.
+// count gives c's time to the host's latency estimate, once: the time to
+// its headers, or, for a copy cut off (timed out, or cancelled as a
+// loser), the time it ran, which its headers were known to take longer
+// than. A failure without headers tells nothing of the host's latency,
+// nor does a copy cut by the request's own context.
 func (f *flight) count(c *leg, headers bool, now time.Time) {
 	lat := f.rt.lat
 	if lat == nil || c.counted {
 		return
 	}
-	took := now.Sub(c.start)
-	cut := c.timedOut || (!headers && f.delay > 0 && took >= f.delay && f.ctx.Err() == nil)
-	if headers || cut {
-		c.counted = true
-		lat.add(took, cut, now, f.rt.t.Hedge.share())
+	took, cut := now.Sub(c.start), false
+	switch st := c.state.Load(); {
+	case headers:
+	case st == timedOut:
+		took, cut = min(took, f.rt.t.AttemptTimeout), true
+	case st == lost && f.ctx.Err() == nil:
+		cut = true
+	default:
+		return
 	}
+	c.counted = true
+	lat.add(took, cut, now, f.rt.t.Hedge.share())
 }
 
 // tick runs on the flight's timer: it times out the copies past their
-// AttemptTimeout, sends the next hedge when one is due, and sets the timer
-// for what comes next. A panic on its goroutine, in Base, GetBody or
-// Retryable, would end the process, where no recover reaches: it is handed
-// to the caller's goroutine instead (catch).
+// AttemptTimeout, and sends the next hedge when one is due. A panic on its
+// goroutine, in Base, GetBody or Retryable, would end the process, where
+// no recover reaches: it is handed to the caller's goroutine instead
+// (catch).
 func (f *flight) tick() {
 	defer f.catch()
-	if hedge := f.step(); hedge != nil {
-		resp, err := send(f.rt.base, &hedge.req)
-		f.finish(hedge, resp, err)
+	hedge := f.step()
+	if hedge == nil || !f.ready(hedge) {
+		return
 	}
+	resp, err := send(f.rt.base, &hedge.req)
+	f.arrive(hedge, resp, err)
 }
 
-// step is tick's work under the lock: the hedge to send, if one is due.
+// step is tick's work under the lock: the copies timed out, and the hedge
+// to ready, if one is due and allowed.
 func (f *flight) step() *leg {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -246,34 +400,105 @@ func (f *flight) step() *leg {
 	}
 	now := time.Now()
 	f.each(func(c *leg) {
-		if !c.finished && !c.timedOut && !c.deadline.IsZero() && !now.Before(c.deadline) {
-			c.timedOut = true
-			c.cancel()
+		if !c.deadline.IsZero() && !now.Before(c.deadline) && c.state.CompareAndSwap(flying, timedOut) {
+			f.timedOut(c, now)
 		}
 	})
+	if f.over { // every copy has timed out
+		return nil
+	}
 	var hedge *leg
-	if f.now || (!f.next.IsZero() && !now.Before(f.next)) {
-		f.now, f.next = false, time.Time{}
-		if len(f.more) < f.rt.t.Hedge.hedges() {
-			hedge = f.launch(now)
-		}
-		if hedge != nil && len(f.more) < f.rt.t.Hedge.hedges() {
+	if !f.next.IsZero() && !now.Before(f.next) {
+		f.next = time.Time{}
+		if hedge = f.reserve(); hedge != nil && len(f.more) < f.rt.t.Hedge.hedges() {
 			f.next = now.Add(f.delay) // the next, a delay after the newest
 		}
 	}
 	if d := f.wake(now); d >= 0 {
 		f.timer.Reset(d)
 	}
-	if hedge == nil && f.pending == 0 { // a shortcut with no hedge to send: every copy has failed
-		f.decide(now)
-	}
 	return hedge
 }
 
-// catch recovers a panic on a hedge's goroutine, ends the flight, and
-// keeps the panic for the caller, who is waiting for the flight and
-// panics with it; once the flight is over, no caller waits, and the panic
-// goes with its copy.
+// timedOut takes in the timeout of c, which has failed: its context
+// cancelled, its time counted as cut off, its outcome the flight's last.
+func (f *flight) timedOut(c *leg, now time.Time) {
+	f.pending--
+	if r := f.rt.row; r != nil {
+		r.AttemptTimeout()
+	}
+	f.count(c, false, now)
+	if l := f.last; l != nil {
+		l.drop(l.resp)
+	}
+	c.keep(nil, ErrAttemptTimeout)
+	f.last = c
+	if f.pending == 0 {
+		f.decide(now)
+	}
+}
+
+// reserve readies a hedge, if one may be sent: the request's context is
+// live, a hedge is left, the host's budget has a retry left (none is
+// overload, and hedging stops), and the Hedge's allowance for the host
+// has a hedge. It is sent once ready has its body.
+func (f *flight) reserve() *leg {
+	rt := &f.rt
+	if f.ctx.Err() != nil || len(f.more) >= rt.t.Hedge.hedges() || rt.budget.Tokens() < 1 || !rt.hedge.take() {
+		return nil
+	}
+	c := new(leg)
+	f.more = append(f.more, c)
+	f.pending++
+	return c
+}
+
+// ready gives the reserved hedge c its body, from GetBody, outside the
+// lock (it is the caller's code), and sends it unless the flight was
+// decided meanwhile or GetBody failed, which sends no hedge.
+func (f *flight) ready(c *leg) bool {
+	rt := &f.rt
+	body := rt.req.Body
+	if body != nil && body != http.NoBody {
+		var err error
+		if body, err = rt.req.GetBody(); err != nil || body == nil {
+			body = nil
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	idx := 0
+	for i, l := range f.more {
+		if l == c {
+			idx = i + 1
+		}
+	}
+	if f.over || body == nil && rt.req.Body != nil {
+		if body != nil {
+			body.Close()
+		}
+		f.pending--
+		if !f.over && f.pending == 0 {
+			f.decide(time.Now())
+		}
+		return false
+	}
+	f.start(c, rt.req, body, idx, time.Now())
+	c.state.Store(flying)
+	f.sends++
+	if d := f.wake(time.Now()); d >= 0 { // its own timeout may be the nearest
+		f.timer.Reset(d)
+	}
+	if rt.row != nil {
+		rt.row.Hedge()
+	}
+	return true
+}
+
+// catch recovers a panic on a copy's or the timer's goroutine, ends the
+// flight, and keeps the panic for the caller, who is waiting for the
+// flight and panics with it; once the flight is over, no caller waits,
+// and the panic goes with its copy.
 func (f *flight) catch() {
 	r := recover()
 	if r == nil {
@@ -281,40 +506,23 @@ func (f *flight) catch() {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.over {
-		f.panicked = &r
-		f.decide(time.Now())
-		f.release()
+	if f.over {
+		return
 	}
-}
-
-// release lets every copy's outcome go, for a flight that ends in a
-// panic: no one reads its responses.
-func (f *flight) release() {
+	p := r // only a panic escapes to the heap
+	f.panicked = &p
+	f.linger = false // nothing is left behind
+	f.decide(time.Now())
 	f.each(func(c *leg) { c.drop(c.resp) })
 }
 
-// abort ends the flight when the caller's goroutine panics in it, so that
-// no hedge is sent after, and no context is left.
-func (f *flight) abort() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.first.timer != nil {
-		f.first.timer.Stop()
-	}
-	if !f.over {
-		f.decide(time.Now())
-		f.release()
-	}
-}
-
 // wake returns how long from now until the flight's timer is next due: the
-// next hedge, or the nearest AttemptTimeout of a leg in flight; -1 for
+// next hedge, or the nearest AttemptTimeout of a copy in flight; -1 for
 // none.
 func (f *flight) wake(now time.Time) time.Duration {
 	next := f.next
 	f.each(func(c *leg) {
-		if !c.finished && !c.timedOut && !c.deadline.IsZero() && (next.IsZero() || c.deadline.Before(next)) {
+		if c.state.Load() == flying && !c.deadline.IsZero() && (next.IsZero() || c.deadline.Before(next)) {
 			next = c.deadline
 		}
 	})
@@ -324,50 +532,13 @@ func (f *flight) wake(now time.Time) time.Duration {
 	return max(next.Sub(now), 0)
 }
 
-// launch readies a copy to be sent at now, in place of one that failed
-// or for slowness, and returns it; or returns nil when there is to be
-// none: the request's context is done, GetBody fails, or the budget has
-// no token for it.
-func (f *flight) launch(now time.Time) *leg {
-	rt := &f.rt
-	if f.ctx.Err() != nil {
-		return nil
-	}
-	var body io.ReadCloser
-	if b := rt.req.Body; b != nil && b != http.NoBody {
-		var err error
-		if body, err = rt.req.GetBody(); err != nil || body == nil {
-			return nil
-		}
-	} else {
-		body = rt.req.Body
-	}
-	if !rt.budget.Allow() {
-		if body != nil {
-			body.Close()
-		}
-		return nil
-	}
-	c := new(leg)
-	f.start(c, rt.req, body, now)
-	f.more = append(f.more, c)
-	if rt.row != nil {
-		rt.row.Hedge()
-	}
-	f.pending++
-	if f.done == nil {
-		f.done = make(chan struct{})
-	}
-	return c
-}
-
 // keep keeps c's outcome as the flight's: a response whose body releases
 // c's context once closed or read to its end, or an error, whose context
 // is released now.
 func (c *leg) keep(resp *http.Response, err error) {
 	c.resp, c.err = resp, err
 	if resp == nil {
-		c.cancel()
+		c.release()
 		return
 	}
 	c.body, resp.Body = resp.Body, c
@@ -391,20 +562,30 @@ func (c *leg) drop(resp *http.Response) {
 	if resp != nil {
 		resp.Body.Close()
 	}
-	c.cancel()
+	c.release()
+}
+
+// release cancels c's context, and ends the watch on the request's.
+func (c *leg) release() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	if c.unwatch != nil {
+		c.unwatch()
+	}
 }
 
 func (c *leg) Read(p []byte) (int, error) {
 	n, err := c.body.Read(p)
 	if err != nil {
-		c.cancel()
+		c.release()
 	}
 	return n, err
 }
 
 func (c *leg) Close() error {
 	err := c.body.Close()
-	c.cancel()
+	c.release()
 	return err
 }
 

@@ -39,18 +39,34 @@ func keyOf(u *url.URL) hostKey {
 }
 
 // hosts is a value for each host, made on first use, for at most
-// maxHosts hosts: a Transport's budgets, a Hedge's latency estimates.
+// maxHosts hosts: a Transport's budgets, a Hedge's estimates, the names
+// of the hosts in retry.Stats.
 type hosts[V any] struct {
-	mu sync.RWMutex
-	m  map[hostKey]*V
+	mu    sync.RWMutex
+	m     map[hostKey]*V
+	other *V  // kept: the value every host past a table full of values that may not be forgotten shares
+	skip  int // kept: the new hosts that share other before the table is searched for room again
 }
 
-// of returns the value for key, making it on first use. To make room,
-// it forgets first the hosts whose value is spare (a full Budget, the
-// same as a new one), then, if that leaves more than half the map, hosts
-// chosen at random (in map order), whose values start afresh should they
-// be reached again. A request in flight keeps the value it took.
+// of returns the value for key, making it on first use. To make room, it
+// forgets the hosts whose value is spare, then, if that leaves more than
+// half the map, hosts chosen at random (in map order), whose values start
+// afresh should they be reached again. A request in flight keeps the
+// value it took.
 func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) *V {
+	return h.lookup(key, spare, fresh, false)
+}
+
+// kept is of for values that must not be forgotten unless spare, such as
+// a Budget that has spent retries it has not earned back: once the table
+// holds maxHosts of them, a new host shares one value with every other
+// such host, and the table is searched for a spare value again only after
+// maxHosts more of them, so that a full table costs a new host no search.
+func (h *hosts[V]) kept(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) *V {
+	return h.lookup(key, spare, fresh, true)
+}
+
+func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh func(hostKey) *V, keep bool) *V {
 	h.mu.RLock()
 	v := h.m[key]
 	h.mu.RUnlock()
@@ -63,16 +79,24 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) 
 		return v
 	}
 	if len(h.m) >= maxHosts {
+		if keep && h.skip > 0 {
+			h.skip--
+			return h.overflow(fresh)
+		}
 		for key, v := range h.m {
 			if spare(v) {
 				delete(h.m, key)
 			}
 		}
 		for key := range h.m {
-			if len(h.m) < maxHosts/2 {
+			if keep || len(h.m) < maxHosts/2 {
 				break
 			}
 			delete(h.m, key)
+		}
+		if len(h.m) >= maxHosts { // kept, and none spare
+			h.skip = maxHosts
+			return h.overflow(fresh)
 		}
 	}
 	if h.m == nil {
@@ -83,11 +107,17 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) 
 	return v
 }
 
-// full reports whether b holds less than a retry short of what a new one holds,
-// its Burst of 10 (which fades while no request earns), and so can be
-// forgotten at the cost of less than one retry more, should its host come
-// back.
-func full(b *retry.Budget) bool { return b.Tokens() > 9 }
+// overflow returns the value the hosts past a full table share.
+func (h *hosts[V]) overflow(fresh func(hostKey) *V) *V {
+	if h.other == nil {
+		h.other = fresh(hostKey{})
+	}
+	return h.other
+}
+
+// full reports whether b holds all its room, as a new Budget does:
+// forgetting it costs its host no retry it has not earned back.
+func full(b *retry.Budget) bool { return b.Full() }
 
 // never is the spare of a table with no value to prefer forgetting.
 func never[V any](*V) bool { return false }

@@ -144,17 +144,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	rt := roundTrip{request: request{t: t, base: base, req: req}}
 	p := t.Policy
-	if p.Budget == nil || p.Name != "" || t.Hedge != nil && t.Hedge.adaptive() {
+	if p.Budget == nil || p.Name != "" || t.Hedge != nil {
 		key := keyOf(req.URL)
 		if p.Budget == nil {
-			p.Budget = t.budgets.of(key, full, zero)
+			p.Budget = t.budgets.kept(key, full, zero)
 		}
 		if p.Name != "" {
 			p.Host = *t.labels.of(key, never, label)
 			rt.row = stats.Default.Row(p.Name, p.Host)
 		}
-		if t.Hedge != nil && t.Hedge.adaptive() {
-			rt.lat = t.Hedge.hosts.of(key, never, zero)
+		if h := t.Hedge; h != nil && h.hedges() > 0 {
+			rt.hedge = h.hosts.of(key, never, newHedgeHost)
+			if h.adaptive() {
+				rt.lat = &rt.hedge.lat
+			}
 		}
 	}
 	rt.budget = p.Budget
@@ -260,6 +263,7 @@ type request struct {
 	base   http.RoundTripper
 	req    *http.Request
 	budget *retry.Budget // the Policy's, or the host's: retries and hedges take from it
+	hedge  *hedgeHost    // what the Hedge keeps of the host: its allowance, its latency
 	lat    *latency      // the host's latency, for an adaptive Hedge
 	row    *stats.Row    // the Policy's Name's row for the host, where hedges and timeouts count
 }
@@ -395,13 +399,6 @@ func (rt *roundTrip) maxRetryAfter() time.Duration {
 		return limit
 	}
 	return defaultMaxRetryAfter
-}
-
-// policyRetries reports whether Policy.Retryable, when set, would retry
-// err, as retry.Do asks it.
-func (rt *request) policyRetries(err error) bool {
-	f := rt.t.Policy.Retryable
-	return f == nil || f(err)
 }
 
 // retryable asks the Transport's Retryable, or DefaultRetryable.

@@ -83,8 +83,8 @@ func TestBudgetsForgetFullFirst(t *testing.T) {
 }
 
 // TestHedgeFixedDelayKeepsNoEstimate: a Hedge with a fixed Delay, however
-// short, never reads an estimate, and so gathers none: no table of hosts,
-// no work per request.
+// short, never reads an estimate, and so gathers none: its table of hosts
+// holds their allowances of hedges, and no latency.
 func TestHedgeFixedDelayKeepsNoEstimate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -101,8 +101,8 @@ func TestHedgeFixedDelayKeepsNoEstimate(t *testing.T) {
 				}
 				resp.Body.Close()
 			}
-			if n := len(h.hosts.m); n != 0 {
-				t.Errorf("a Hedge with a fixed Delay of %v keeps the latency of %d hosts, want none", delay, n)
+			if v := h.hosts.m[hostKey{"http", "api.example", "80"}]; v == nil || v.lat.total != 0 {
+				t.Errorf("a Hedge with a fixed Delay of %v: the host's entry %v; want one, with no latency", delay, v)
 			}
 		}
 		h := &Hedge{}
@@ -143,27 +143,34 @@ func TestHedgeLoserCountsAsLong(t *testing.T) {
 		for range 300 { // every answer at once, in virtual time: an estimate of 1ns
 			get()
 		}
-		l := h.hosts.m[hostKey{"http", "api.example", "80"}]
+		l := &h.hosts.m[hostKey{"http", "api.example", "80"}].lat
 		if d := l.estimate(); d != 1 {
 			t.Fatalf("after 300 answers at once: estimate %v, want 1ns", d)
 		}
 		l.mu.Lock()
-		above, zero := l.above, l.counts[0]
+		cut, zero := sum(l.cut[:]), l.counts[0]
 		l.mu.Unlock()
 		hang.Store(true)
 		get()
 		synctest.Wait()
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.above <= above || l.counts[0] <= zero {
+		if sum(l.cut[:]) <= cut || l.counts[0] <= zero {
 			t.Fatalf("a hedged request: cut-off weight %v (was %v), weight at 0ns %v (was %v); want the loser counted as cut off, the winner at 0ns",
-				l.above, above, l.counts[0], zero)
+				sum(l.cut[:]), cut, l.counts[0], zero)
 		}
-		if above != 0 || l.above != l.weight {
+		if cut != 0 || sum(l.cut[:]) != l.weight {
 			t.Fatalf("a hedged request: cut-off weight %v (was %v), the last sample's %v; want the loser counted once, as the last sample, when it was cancelled",
-				l.above, above, l.weight)
+				sum(l.cut[:]), cut, l.weight)
 		}
 	})
+}
+
+func sum(xs []float32) (s float32) {
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 // TestHedgeFailuresTellNoLatency: a copy that fails without headers, and
@@ -182,7 +189,7 @@ func TestHedgeFailuresTellNoLatency(t *testing.T) {
 				t.Fatalf("%v, want the reset", err)
 			}
 		}
-		l := h.hosts.m[hostKey{"http", "api.example", "80"}]
+		l := &h.hosts.m[hostKey{"http", "api.example", "80"}].lat
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.total != 0 {
@@ -207,7 +214,7 @@ func TestStepAfterDecided(t *testing.T) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	f := &flight{rt: request{t: tr, base: base, req: req}, ctx: req.Context(), delay: time.Millisecond,
-		timer: timer, now: true, next: time.Now(), over: true}
+		timer: timer, next: time.Now(), over: true}
 	defer func() {
 		if p := recover(); p != nil {
 			t.Fatalf("step on a decided flight panicked: %v", p)

@@ -11,22 +11,28 @@ import (
 // latency estimates a high quantile of one host's times to headers, in
 // bounded memory: a histogram on a log scale, eight buckets an octave from
 // 8ns to 2^40ns (about 18 minutes), with one a nanosecond below, and one
-// above, in which each sample
-// weighs more than the one before, so that older samples fade. A sample
-// weighs e^(1/fadeSamples) times the one before it, and e^(Δt/fadeTime)
-// for the time Δt between them: the estimate follows a shift within
-// about 1,500 samples or 5 minutes, whichever comes first. A time that was
-// cut off before its headers (a copy that timed out, or that lost to a
-// hedge after the hedge delay) is counted above every bucket: it is known
-// only to be long. Within a bucket the quantile is interpolated linearly.
+// above, in which each sample weighs more than the one before, so that
+// older samples fade. A sample weighs e^(1/fadeSamples) times the one
+// before it, and e^(Δt/fadeTime) for the time Δt between them: the
+// estimate follows a shift within about 1,500 samples or 5 minutes,
+// whichever comes first.
+//
+// A time that was cut off before its headers (a copy that timed out, or
+// lost to another) is known only to be longer than the time it ran: it is
+// counted as that, censored, and the quantile is the Kaplan–Meier
+// estimator's over the buckets, which gives each cut-off time's weight to
+// the times seen beyond it, in proportion. So copies cut off make the
+// estimate neither shorter nor longer than the host is, however many
+// there are; hedging, which cuts the losers, does not switch itself off.
+// Within a bucket the survival is interpolated linearly.
 type latency struct {
 	mu     sync.Mutex
-	counts [buckets]float32
-	above  float32   // past the top bucket, or cut off
-	total  float32   // the sum of counts and above
-	weight float32   // what the next sample weighs
-	last   time.Time // the last sample
-	fresh  int       // samples since the quantile was last computed
+	counts [buckets + 1]float32 // times to headers, by bucket; the last, past the top
+	cut    [buckets + 1]float32 // times cut off, by bucket
+	total  float32              // the sum of counts and cut
+	weight float32              // what the next sample weighs
+	last   time.Time            // the last sample
+	fresh  int                  // samples since the quantile was last computed
 	delay  atomic.Int64
 }
 
@@ -75,7 +81,7 @@ func (l *latency) add(d time.Duration, cut bool, now time.Time, share float64) {
 	}
 	switch g := math.Exp(grow); {
 	case grow >= 30: // an idle spell: what came before weighs less than 1e-13 of what follows
-		l.counts, l.above, l.total, l.weight = [buckets]float32{}, 0, 0, 1
+		l.counts, l.cut, l.total, l.weight = [buckets + 1]float32{}, [buckets + 1]float32{}, 0, 1
 		l.delay.Store(0)
 	case float64(l.weight)*g > 1e30: // float32 ends at 3e38: scale every weight down together
 		l.scale(1e-30)
@@ -83,8 +89,8 @@ func (l *latency) add(d time.Duration, cut bool, now time.Time, share float64) {
 	default:
 		l.weight *= float32(g)
 	}
-	if i := bucket(d); cut || i == buckets {
-		l.above += l.weight
+	if i := bucket(d); cut {
+		l.cut[i] += l.weight
 	} else {
 		l.counts[i] += l.weight
 	}
@@ -98,44 +104,73 @@ func (l *latency) add(d time.Duration, cut bool, now time.Time, share float64) {
 func (l *latency) scale(f float32) {
 	for i := range l.counts {
 		l.counts[i] *= f
+		l.cut[i] *= f
 	}
-	l.above *= f
 	l.total *= f
 	l.weight *= f
 }
 
-// quantile returns the time that a share of the samples' weight lies
-// above, or 0 when there are too few samples to trust: fewer than
-// needSamples(share), counted by weight.
+// quantile returns the hedge delay for share: the time that share of the
+// host's times to headers lies above, by the Kaplan–Meier estimate of
+// their distribution; or, at a knee, the time 1.5 × share lies above,
+// when that is less than half as long: a delay twice as long that hedges
+// no fewer than two thirds as many is not worth its wait, and where the
+// times run flat at about share (a host whose few slow requests are very
+// slow), the quantile swings between the knee and the far end of the
+// flat with every few samples. When more than share of the weight lies
+// beyond every time an answer took (cut off, all of it: it is not known
+// how long it would have taken), it returns the knee of that floor, the
+// time 1.5 × the floor lies above: waiting longer would hedge no fewer
+// than two thirds as many. It returns 0 when there are too few samples to
+// trust: fewer than needSamples(share), counted by weight.
 func (l *latency) quantile(share float64) time.Duration {
 	if float64(l.total/l.weight) < needSamples(share) {
 		return 0
 	}
-	want := float32(share) * l.total
-	cum := l.above
-	if cum >= want {
-		return maxDuration // most of it is past the top: never hedge
-	}
-	for i := buckets - 1; i >= 0; i-- {
-		c := l.counts[i]
-		if cum+c < want {
-			cum += c
-			continue
+	q, floor := l.above(share)
+	if floor > share { // no crossing: the knee of the floor
+		if floor >= 1 {
+			return maxDuration // no answer at all: never hedge
 		}
-		lo, hi := bounds(i)
-		frac := float64((want - cum) / c) // of the bucket, from its top
-		return max(hi-time.Duration(frac*float64(hi-lo)), 1)
+		q, _ = l.above(min(kneeShare*floor, 1))
+		return q
 	}
-	// The buckets, added in this order in float32, fell short of a want of
-	// (nearly) the whole total: a share of 1, whose quantile is the least
-	// time seen, the low end of the lowest bucket with any weight.
-	for i, c := range l.counts {
-		if c > 0 {
-			lo, _ := bounds(i)
-			return max(lo, 1)
+	if knee, _ := l.above(min(kneeShare*share, 1)); q > 2*knee {
+		return knee
+	}
+	return q
+}
+
+// kneeShare is how much more than ExtraLoad (or the floor) a delay at a
+// knee may hedge.
+const kneeShare = 1.5
+
+// above returns the time that share of the weight lies above, by the
+// Kaplan–Meier estimate, and the survival it reached: share or less,
+// or, when more than share lies beyond the longest time an answer took,
+// the survival past it, the floor (with maxDuration: 1 when no answer
+// was seen).
+func (l *latency) above(share float64) (time.Duration, float64) {
+	risk, surv := float64(l.total), 1.0
+	for i := range l.counts {
+		if risk <= 0 {
+			break
 		}
+		if d := float64(l.counts[i]); d > 0 {
+			next := surv * max(1-d/risk, 0)
+			if next <= share {
+				if i == buckets {
+					return maxDuration, next
+				}
+				lo, hi := bounds(i)
+				frac := (surv - share) / (surv - next) // of the bucket, from its bottom
+				return max(lo+time.Duration(frac*float64(hi-lo)), 1), next
+			}
+			surv = next
+		}
+		risk -= float64(l.counts[i] + l.cut[i])
 	}
-	return 1
+	return maxDuration, surv
 }
 
 // estimate returns the hedge delay for the host: the quantile, or 0 when
@@ -143,8 +178,10 @@ func (l *latency) quantile(share float64) time.Duration {
 func (l *latency) estimate() time.Duration { return time.Duration(l.delay.Load()) }
 
 // needSamples is how many samples, by weight, a quantile needs before it
-// is trusted: ten above it, at least 100 and at most 400 (the weights of
-// fadeSamples samples add up to about 500).
-func needSamples(share float64) float64 { return min(max(10/share, 100), 400) }
+// is trusted: two above it, at least 20 and at most 100 (40 for the
+// default share), so that a host sent one request a second is hedged
+// from about its 55th request (the weights fade: at that pace they add up
+// to about 84 at most).
+func needSamples(share float64) float64 { return min(max(2/share, 20), 100) }
 
 const maxDuration = time.Duration(math.MaxInt64)

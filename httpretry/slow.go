@@ -1,6 +1,10 @@
 package httpretry
 
-import "time"
+import (
+	"net/http"
+	"sync/atomic"
+	"time"
+)
 
 // ErrAttemptTimeout is the error of an attempt whose response headers took
 // longer than Transport.AttemptTimeout. It is a [net.Error] whose Timeout
@@ -44,7 +48,66 @@ type Hedge struct {
 	// one before. Zero means 1; below zero, none.
 	Max int
 
-	hosts hosts[latency]
+	hosts hosts[hedgeHost]
+}
+
+// hedgeHost is what a Hedge keeps of one host: its latency, its
+// allowance of hedges, and whether it answers in HTTP/2.
+type hedgeHost struct {
+	lat    latency
+	tokens atomic.Int64 // the allowance, in thousandths of a hedge
+	h2     atomic.Bool  // its last response came over HTTP/2: a cancelled copy costs no connection
+}
+
+// The allowance: each attempt whose first copy answers before the hedge
+// delay, needing no hedge, earns allowanceRate × ExtraLoad of a hedge, up
+// to allowanceMost hedges held; a hedge takes one; a new host holds
+// allowanceStart. So the hedges to a host are, over any interval, at most
+// allowanceMost plus allowanceRate × ExtraLoad × the attempts in it,
+// whatever the delay; and when most requests are slower than the delay, as
+// in an overload, few earn, and hedging stops by itself.
+const (
+	allowanceRate  = 2
+	allowanceMost  = 100
+	allowanceStart = 10
+)
+
+// newHedgeHost makes a host's entry, holding allowanceStart hedges.
+func newHedgeHost(hostKey) *hedgeHost {
+	h := new(hedgeHost)
+	h.tokens.Store(allowanceStart * 1000)
+	return h
+}
+
+// earn adds an attempt's share of a hedge to h's allowance.
+func (h *hedgeHost) earn(share float64) {
+	per, most := int64(allowanceRate*share*1000+0.5), int64(allowanceMost*1000)
+	for {
+		v := h.tokens.Load()
+		if v >= most || h.tokens.CompareAndSwap(v, min(v+per, most)) {
+			return
+		}
+	}
+}
+
+// take takes a hedge from h's allowance, and reports whether it held one.
+func (h *hedgeHost) take() bool {
+	for {
+		v := h.tokens.Load()
+		if v < 1000 {
+			return false
+		}
+		if h.tokens.CompareAndSwap(v, v-1000) {
+			return true
+		}
+	}
+}
+
+// saw notes the protocol of a response from h.
+func (h *hedgeHost) saw(resp *http.Response) {
+	if h2 := resp.ProtoMajor == 2; (h2 || resp.ProtoMajor == 1) && h.h2.Load() != h2 {
+		h.h2.Store(h2)
+	}
 }
 
 // share is ExtraLoad, normalised.

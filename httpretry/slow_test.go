@@ -307,14 +307,14 @@ func TestHedgeEveryCopyFails(t *testing.T) {
 		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
 		start := time.Now()
 		resp, err := get(t, context.Background(), tr)
-		// The retry's 500 at once sends its hedge (gRFC A6's shortcut),
-		// whose 500 ends the second attempt a millisecond later.
-		if err != nil || resp.StatusCode != 500 || time.Since(start) != 120*time.Millisecond+time.Second+2*time.Millisecond {
-			t.Fatalf("%v, %v after %v; want the retry's 500 after the last copy's 502 (120ms), 1s and 2ms", resp, err, time.Since(start))
+		// The retry's 500, with no other copy in flight, ends the second
+		// attempt a millisecond later, and the limit the request.
+		if err != nil || resp.StatusCode != 500 || time.Since(start) != 120*time.Millisecond+time.Second+time.Millisecond {
+			t.Fatalf("%v, %v after %v; want the retry's 500 after the last copy's 502 (120ms), 1s and 1ms", resp, err, time.Since(start))
 		}
 		readAll(t, resp)
-		if fmt.Sprint(attempts) != "[1]" || base.requests() != 4 {
-			t.Fatalf("OnRetry saw attempts %v after %d requests; want [1] (attempts, not copies) after 4", attempts, base.requests())
+		if fmt.Sprint(attempts) != "[1]" || base.requests() != 3 {
+			t.Fatalf("OnRetry saw attempts %v after %d requests; want [1] (attempts, not copies) after 3", attempts, base.requests())
 		}
 
 		// Giving up on a transport error counts attempts too.
@@ -372,24 +372,72 @@ func TestHedgeMax(t *testing.T) {
 	})
 }
 
-// TestHedgeSpendsTheBudget: each hedge takes a token from the budget the
-// retries take from; with none left there is no hedge, and the copy in
-// flight goes on.
-func TestHedgeSpendsTheBudget(t *testing.T) {
+// TestHedgesPricedApart: a hedge takes nothing from the budget the
+// retries take from (a 503's retry never finds its retry spent on a
+// hedge), but none is sent while the budget holds no whole retry (the
+// host is overloaded); and the Hedge's own allowance bounds them: a new
+// host holds 10 hedges, and each attempt whose first copy answers before
+// the delay earns 2 × ExtraLoad of one (a tenth, by default), so that
+// once 10 slow requests have been hedged, the next is not until ten fast
+// ones have come.
+func TestHedgesPricedApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := newSlow(func(n int) answer { return answer{wait: 100 * time.Millisecond} })
+		var slowNext atomic.Bool
+		base := newSlow(func(n int) answer {
+			if slowNext.CompareAndSwap(true, false) {
+				return answer{wait: 100 * time.Millisecond}
+			}
+			return answer{wait: time.Millisecond}
+		})
 		p := constant(time.Second, 3)
 		p.Budget = &retry.Budget{Burst: 2}
 		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}
-		for range 3 {
+		slowOne := func() (hedged bool) {
+			before := base.requests()
+			slowNext.Store(true)
 			resp, err := get(t, context.Background(), tr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			readAll(t, resp)
+			synctest.Wait()
+			return base.requests()-before == 2
 		}
-		if base.requests() != 5 || p.Budget.Tokens() != 0.3 {
-			t.Fatalf("3 slow requests with a budget of 2: %d sent, %v tokens left; want 5 (2 hedges), 0.3 (3 earned)", base.requests(), p.Budget.Tokens())
+		for i := range 10 {
+			if !slowOne() {
+				t.Fatalf("slow request %d on a new host: not hedged; want the 10 a new host holds", i+1)
+			}
+		}
+		if got := p.Budget.Tokens(); got < 1.9 { // its 2, faded a little, and what 10 calls earned
+			t.Fatalf("after 10 hedges: the budget holds %v, want its 2 untouched (10 hedges would have spent it)", got)
+		}
+		if slowOne() {
+			t.Fatalf("an 11th slow request in a row: hedged; want the allowance spent")
+		}
+		for range 9 { // the 11th's first copy was slow: it earned nothing
+			resp, _ := get(t, context.Background(), tr)
+			readAll(t, resp)
+		}
+		if slowOne() {
+			t.Fatalf("after 9 fast requests: hedged; want none until 10 have earned a hedge")
+		}
+		for range 10 {
+			resp, _ := get(t, context.Background(), tr)
+			readAll(t, resp)
+		}
+		if !slowOne() {
+			t.Fatalf("after 10 more fast requests: not hedged; want the hedge they earned")
+		}
+		// A budget with no whole retry left: no hedge, and its allowance kept.
+		drained := &retry.Budget{Burst: 1, Ratio: -1} // earns nothing
+		drained.Allow()
+		tr.Policy.Budget = drained
+		for range 20 {
+			resp, _ := get(t, context.Background(), tr)
+			readAll(t, resp)
+		}
+		if slowOne() {
+			t.Fatalf("a budget with no whole retry: hedged; want no hedge while the host is overloaded")
 		}
 	})
 }
@@ -484,8 +532,8 @@ func TestHedgeRace(t *testing.T) {
 }
 
 // TestHedgeAdaptive: an adaptive Hedge does not hedge a host before it
-// has enough samples, then hedges a slow request after about the 95th
-// percentile of the host's times.
+// has the weight of 40 samples (from its 48th), then hedges a slow
+// request after about the 95th percentile of the host's times.
 func TestHedgeAdaptive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slowAt := 0
@@ -496,8 +544,8 @@ func TestHedgeAdaptive(t *testing.T) {
 			return answer{wait: time.Duration(1+n%20) * time.Millisecond, body: "ok"} // 1–20ms, evenly: p95 is 19–20ms
 		})
 		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{}}
-		for i := range 199 {
-			if i == 100 {
+		for i := range 40 {
+			if i == 30 {
 				slowAt = base.requests() + 1 // too early to hedge: it takes its second
 			}
 			resp, err := get(t, context.Background(), tr)
@@ -506,10 +554,10 @@ func TestHedgeAdaptive(t *testing.T) {
 			}
 			readAll(t, resp)
 		}
-		if base.requests() != 199 {
-			t.Fatalf("%d requests for 199 before the host had 200 samples; want no hedge", base.requests())
+		if base.requests() != 40 {
+			t.Fatalf("%d requests for 40 before the host had the weight of 40 samples; want no hedge", base.requests())
 		}
-		for range 100 {
+		for range 60 {
 			resp, _ := get(t, context.Background(), tr)
 			readAll(t, resp)
 		}
@@ -517,9 +565,38 @@ func TestHedgeAdaptive(t *testing.T) {
 		start := time.Now()
 		resp, err := get(t, context.Background(), tr)
 		took := time.Since(start)
-		if err != nil || readAll(t, resp) != "ok" || took < 19*time.Millisecond || took > 45*time.Millisecond {
+		if err != nil || readAll(t, resp) != "ok" || took < 18*time.Millisecond || took > 45*time.Millisecond {
 			t.Fatalf("a slow request to a host of 1–20ms: %v after %v; want it hedged at about 19–20ms and answered by the hedge", err, took)
 		}
+	})
+}
+
+// TestHedgeOneRequestASecond: a host sent one request a second is hedged
+// within its first 100 requests.
+func TestHedgeOneRequestASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSlow(func(n int) answer {
+			if n%25 == 0 {
+				return answer{wait: time.Second, body: "slow"}
+			}
+			return answer{wait: time.Duration(1+n%10) * time.Millisecond, body: "ok"}
+		})
+		tr := &httpretry.Transport{Base: base, Hedge: &httpretry.Hedge{}}
+		for i := range 100 {
+			before := base.requests()
+			resp, err := get(t, context.Background(), tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll(t, resp)
+			synctest.Wait()
+			if base.requests()-before == 2 {
+				t.Logf("first hedged: request %d", i+1)
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		t.Fatalf("100 requests a second apart, every 25th slow: none hedged; want one within the first 100")
 	})
 }
 

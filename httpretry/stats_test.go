@@ -74,11 +74,11 @@ func TestStatsPerHost(t *testing.T) {
 		readAll(t, getURL(t, tr2, "https://b.example:443/refused"))
 
 		a := statsOf(name, "a.example:80")
-		// /retried: attempt 1's 503 sends its hedge at once (a shortcut),
-		// which wins; /hedged: the hedge wins; /timeout: both copies of
-		// attempt 1 time out, and attempt 2 answers; a 404 is an answer.
-		if a.SucceededAtOnce != 4 || a.SucceededAfterRetries != 1 || a.Attempts != 6 || a.Hedges != 3 || a.HedgesWon != 2 || a.AttemptTimeouts != 2 || a.Retries != 1 {
-			t.Errorf("a.example: %+v; want 4 at once, 1 after a retry, 6 attempts, 3 hedges of which 2 won, 2 timeouts, 1 retry", a)
+		// /retried: attempt 1's 503 fails it, and the retry answers;
+		// /hedged: the hedge wins; /timeout: both copies of attempt 1 time
+		// out, and attempt 2 answers; a 404 is an answer.
+		if a.SucceededAtOnce != 3 || a.SucceededAfterRetries != 2 || a.Attempts != 7 || a.Hedges != 2 || a.HedgesWon != 1 || a.AttemptTimeouts != 2 || a.Retries != 2 {
+			t.Errorf("a.example: %+v; want 3 at once, 2 after a retry, 7 attempts, 2 hedges of which 1 won, 2 timeouts, 2 retries", a)
 		}
 		bc := statsOf(name, "b.example:443")
 		if bc.FailedAfterRetries != 1 || bc.FailedWithoutRetry != 1 || bc.GaveUp.Budget != 2 || bc.Tokens != 0 {
@@ -143,10 +143,10 @@ func TestResend(t *testing.T) {
 		tr := &httpretry.Transport{Base: seen, Policy: constant(time.Second, 3), Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
 		readAll(t, getURL(t, tr, "http://api.example/"))
 		synctest.Wait()
-		// The 503 sends its hedge at once (1), which is slow; after the
-		// delay, no hedge is left, so the slow one is all; then none.
-		if fmt.Sprint(resends) != "[0 1]" {
-			t.Fatalf("resends seen %v, want [0 1]", resends)
+		// The 503 fails the first attempt; the retry (1) is slow, and its
+		// hedge (2) answers.
+		if fmt.Sprint(resends) != "[0 1 2]" {
+			t.Fatalf("resends seen %v, want [0 1 2]", resends)
 		}
 		resends = nil
 		tr = &httpretry.Transport{Base: seen, Policy: constant(time.Millisecond, 3)}
