@@ -161,6 +161,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	rt.budget = p.Budget
+	if p.Schedule.Curve.BaseDelay == 0 {
+		p.Schedule.Curve.BaseDelay = rt.firstWait()
+	}
 	p.OnRetry = waiting
 	if onRetry, seen := t.Policy.OnRetry, t.OnRetry; onRetry != nil || seen != nil {
 		p.OnRetry = func(e retry.Event) {
@@ -315,6 +318,28 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 	}
 	return rt.answered(ctx, resp)
 }
+
+// firstWait is the first wait of a Policy whose Curve leaves BaseDelay
+// zero, scaled to a bounded attempt: a tenth of AttemptTimeout, or
+// without one the hedge delay (fixed, or the host's estimate), at most
+// the 200ms of retry's default curve; 0, that default, for an attempt
+// that nothing bounds.
+func (rt *request) firstWait() time.Duration {
+	var d time.Duration
+	switch t := rt.t; {
+	case t.AttemptTimeout > 0:
+		d = max(t.AttemptTimeout/10, 1)
+	case t.Hedge != nil:
+		d = rt.hedgeDelay()
+	}
+	if d <= 0 {
+		return 0
+	}
+	return max(min(d, maxFirstWait), 1)
+}
+
+// maxFirstWait is the first wait of retry's default curve.
+const maxFirstWait = 200 * time.Millisecond
 
 // answers reports whether resp is the answer: not a failure Retryable
 // retries, and the request's context not done.

@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/httpretry"
 	"github.com/unherd/backoff/retry"
 )
@@ -656,4 +657,52 @@ func TestHedgeNoneAfterACallerPanic(t *testing.T) {
 			t.Fatalf("after a panic in the first copy: %d requests, its context released %v; want 1, released", calls, ctxs[0].Err() != nil)
 		}
 	})
+}
+
+// TestFirstWaitScalesToTheAttempt: with AttemptTimeout or a Hedge set and
+// the Policy's BaseDelay left zero, the retries wait on a curve that
+// starts at a tenth of AttemptTimeout (or, with only a Hedge, at its
+// delay), at most 200ms, doubling as before; an explicit BaseDelay wins,
+// and without either the default 200ms stays.
+func TestFirstWaitScalesToTheAttempt(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tr   *httpretry.Transport
+		want []time.Duration // the most each wait may be (full jitter)
+	}{
+		{"AttemptTimeout 250ms", &httpretry.Transport{AttemptTimeout: 250 * time.Millisecond}, []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}},
+		{"AttemptTimeout 1h", &httpretry.Transport{AttemptTimeout: time.Hour}, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}},
+		{"Hedge{Delay: 30ms}", &httpretry.Transport{Hedge: &httpretry.Hedge{Delay: 30 * time.Millisecond}}, []time.Duration{30 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond}},
+		{"neither", &httpretry.Transport{}, []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}},
+		{"an explicit BaseDelay", &httpretry.Transport{AttemptTimeout: 250 * time.Millisecond, Policy: retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: time.Second}}}}, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			tr := tt.tr
+			tr.Base = newServer(s503, s503, s503)
+			tr.Policy.Budget = httpretry.NoBudget()
+			var curve []time.Duration
+			tr.Policy.OnRetry = func(e retry.Event) {
+				curve = append(curve, e.Wait)
+			}
+			// The most of 200 draws of each wait: the top of its interval, within 5%.
+			most := make([]time.Duration, 3)
+			for range 200 {
+				curve = nil
+				tr.Base = newServer(s503, s503, s503)
+				resp, err := get(t, context.Background(), tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				for i, w := range curve {
+					most[i] = max(most[i], w)
+				}
+			}
+			for i, w := range tt.want {
+				if most[i] > w || most[i] < w*95/100 {
+					t.Errorf("%s: wait %d at most %v in 200 draws, want up to %v", tt.name, i+1, most[i], w)
+				}
+			}
+		})
+	}
 }
