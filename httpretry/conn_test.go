@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/httpretry"
@@ -19,7 +21,9 @@ import (
 
 // These run against a real loopback server, with real connections, and so
 // outside a synctest bubble: their policies do not wait at all, so no test
-// here sleeps.
+// here sleeps (the hedges' 1ms delays are a real timer's, and what they
+// wait for is a channel, but for the 200ms in which a copy that should
+// not be cancelled is seen not to be).
 
 // noWait retries n times without waiting, with no budget: these tests
 // are of connections, which a budget's refusals would hide.
@@ -136,5 +140,129 @@ func TestRealClientDeadline(t *testing.T) {
 	resp, err := client.Do(req)
 	if err != nil || resp.StatusCode != 429 || readAll(t, resp) != "slow down" || ctx.Err() != nil {
 		t.Fatalf("Do = %v, %v; want the 429, readable, before the deadline", resp, err)
+	}
+}
+
+// connEvents starts a server whose first request to /slow waits for
+// release (or its context) before it answers, on answered, or reports on
+// cut that its context ended first; every other request is answered at
+// once. It reports each connection's states on states.
+func connEvents(t *testing.T, h2 bool) (srv *httptest.Server, release chan struct{}, states chan connState, answered, cut chan struct{}) {
+	t.Helper()
+	release, states = make(chan struct{}), make(chan connState, 64)
+	answered, cut = make(chan struct{}, 1), make(chan struct{}, 1)
+	var slow atomic.Int64
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" && slow.Add(1) == 1 {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			if r.Context().Err() != nil {
+				cut <- struct{}{}
+				return
+			}
+			defer func() { answered <- struct{}{} }()
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) { states <- connState{c.RemoteAddr().String(), s} }
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // a hedge's handshake cut short by its winner
+	if h2 {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, release, states, answered, cut
+}
+
+type connState struct {
+	conn  string
+	state http.ConnState
+}
+
+// TestHedgeLoserKeepsItsHTTP1Connection: over HTTP/1.1, net/http closes
+// the connection of a request cancelled in flight, so a losing copy is
+// left to finish (within its bounds), its body drained, and its
+// connection goes back to the pool: the server answers it, and sees its
+// connection idle, not closed.
+func TestHedgeLoserKeepsItsHTTP1Connection(t *testing.T) {
+	srv, release, states, answered, cut := connEvents(t, false)
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: noWait(2), Hedge: &httpretry.Hedge{Delay: time.Millisecond}}}
+	warm, err := client.Get(srv.URL) // the host answers over HTTP/1.1
+	if err != nil || warm.ProtoMajor != 1 {
+		t.Fatalf("warm-up: %v, %v; want an HTTP/1.1 answer", warm, err)
+	}
+	readAll(t, warm)
+	first := (<-states).conn // new, then active, idle
+	resp, err := client.Get(srv.URL + "/slow")
+	if err != nil || readAll(t, resp) != "ok" {
+		t.Fatalf("a hedged request: %v, %v; want the hedge's answer", resp, err)
+	}
+	// A copy cancelled now would close its connection, and the server
+	// would see its context end within a millisecond or so: give it 200.
+	select {
+	case <-cut:
+		t.Fatal("the losing copy was cancelled: its connection is lost")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release) // the loser, on the first connection, answers now
+	deadline := time.After(10 * time.Second)
+	select {
+	case <-answered:
+	case <-cut:
+		t.Fatal("the losing copy was cancelled: its connection is lost")
+	case <-deadline:
+		t.Fatal("the losing copy was neither answered nor cancelled")
+	}
+	for {
+		select {
+		case s := <-states:
+			if s.conn != first {
+				continue
+			}
+			switch s.state {
+			case http.StateIdle:
+				return // answered, and its connection kept
+			case http.StateClosed, http.StateHijacked:
+				t.Fatalf("the losing copy's connection was %v; want it kept, idle", s.state)
+			}
+		case <-deadline:
+			t.Fatal("no state of the losing copy's connection after its answer")
+		}
+	}
+}
+
+// TestHedgeLoserCancelledOverHTTP2: over HTTP/2 a cancelled copy costs
+// its stream, not the connection, so a losing copy is cancelled at once:
+// its handler sees its context end.
+func TestHedgeLoserCancelledOverHTTP2(t *testing.T) {
+	srv, release, _, _, cut := connEvents(t, true)
+	defer close(release)
+	base := srv.Client().Transport.(*http.Transport).Clone()
+	base.ForceAttemptHTTP2 = true
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: noWait(2), Hedge: &httpretry.Hedge{Delay: time.Millisecond}}}
+	warm, err := client.Get(srv.URL)
+	if err != nil || warm.ProtoMajor != 2 {
+		t.Fatalf("warm-up: %v, %v; want an HTTP/2 answer", warm, err)
+	}
+	readAll(t, warm)
+	start := time.Now()
+	resp, err := client.Get(srv.URL + "/slow")
+	if err != nil || readAll(t, resp) != "ok" {
+		t.Fatalf("a hedged request: %v, %v; want the hedge's answer", resp, err)
+	}
+	select {
+	case <-cut:
+		if took := time.Since(start); took >= time.Second { // the bound of a copy left to linger
+			t.Fatalf("the losing copy was cancelled after %v; want at once, not left to linger", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the losing copy was not cancelled over HTTP/2")
 	}
 }
