@@ -21,7 +21,7 @@ import (
 
 // These run against a real loopback server, with real connections, and so
 // outside a synctest bubble: their policies do not wait at all, so no test
-// here sleeps (the hedges' 1ms delays are a real timer's, and what they
+// here sleeps (the hedges' 50ms delays are a real timer's, and what they
 // wait for is a channel, but for the 200ms in which a copy that should
 // not be cancelled is seen not to be).
 
@@ -178,6 +178,19 @@ func connEvents(t *testing.T, h2 bool) (srv *httptest.Server, release chan struc
 	return srv, release, states, answered, cut
 }
 
+// warmUp sends 10 requests, which earn a host's allowance a hedge when
+// they answer before the delay, and checks that they came over HTTP/major.
+func warmUp(t *testing.T, client *http.Client, url string, major int) {
+	t.Helper()
+	for range 10 {
+		resp, err := client.Get(url)
+		if err != nil || resp.ProtoMajor != major {
+			t.Fatalf("warm-up: %v, %v; want an HTTP/%d answer", resp, err, major)
+		}
+		readAll(t, resp)
+	}
+}
+
 type connState struct {
 	conn  string
 	state http.ConnState
@@ -192,13 +205,9 @@ func TestHedgeLoserKeepsItsHTTP1Connection(t *testing.T) {
 	srv, release, states, answered, cut := connEvents(t, false)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: noWait(2), Hedge: &httpretry.Hedge{Delay: time.Millisecond}}}
-	warm, err := client.Get(srv.URL) // the host answers over HTTP/1.1
-	if err != nil || warm.ProtoMajor != 1 {
-		t.Fatalf("warm-up: %v, %v; want an HTTP/1.1 answer", warm, err)
-	}
-	readAll(t, warm)
-	first := (<-states).conn // new, then active, idle
+	client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: noWait(2), Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}}
+	warmUp(t, client, srv.URL, 1) // the host answers over HTTP/1.1, fast enough to earn a hedge
+	first := (<-states).conn      // new, then active, idle
 	resp, err := client.Get(srv.URL + "/slow")
 	if err != nil || readAll(t, resp) != "ok" {
 		t.Fatalf("a hedged request: %v, %v; want the hedge's answer", resp, err)
@@ -246,12 +255,8 @@ func TestHedgeLoserCancelledOverHTTP2(t *testing.T) {
 	base := srv.Client().Transport.(*http.Transport).Clone()
 	base.ForceAttemptHTTP2 = true
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: noWait(2), Hedge: &httpretry.Hedge{Delay: time.Millisecond}}}
-	warm, err := client.Get(srv.URL)
-	if err != nil || warm.ProtoMajor != 2 {
-		t.Fatalf("warm-up: %v, %v; want an HTTP/2 answer", warm, err)
-	}
-	readAll(t, warm)
+	client := &http.Client{Transport: &httpretry.Transport{Base: base, Policy: noWait(2), Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}}
+	warmUp(t, client, srv.URL, 2)
 	start := time.Now()
 	resp, err := client.Get(srv.URL + "/slow")
 	if err != nil || readAll(t, resp) != "ok" {

@@ -69,7 +69,7 @@ type hedgeHost struct {
 const (
 	allowanceRate  = 2
 	allowanceMost  = 100
-	allowanceStart = 10
+	allowanceStart = 1
 )
 
 // newHedgeHost makes a host's entry, holding allowanceStart hedges.

@@ -50,6 +50,9 @@ type slow struct {
 func newSlow(script func(n int) answer) *slow { return &slow{script: script, t0: time.Now()} }
 
 func (s *slow) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/warm" { // earnHedges's: at once, and not counted
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	}
 	s.mu.Lock()
 	s.n++
 	n := s.n
@@ -85,6 +88,17 @@ func (s *slow) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.mu.Unlock()
 	return &http.Response{StatusCode: a.status, Status: fmt.Sprintf("%d %s", a.status, http.StatusText(a.status)),
 		Header: http.Header{}, Body: b, Request: req}, nil
+}
+
+// earnHedges sends rt 10 requests to /warm for each of n hedges: a slow
+// Base answers them at once, before any hedge delay, and each earns the
+// host's allowance a tenth of a hedge (a new host holds one).
+func earnHedges(t *testing.T, rt http.RoundTripper, n int) {
+	t.Helper()
+	for range 10 * n {
+		resp := getURL(t, rt, "http://api.example/warm")
+		resp.Body.Close()
+	}
 }
 
 func (s *slow) requests() int {
@@ -323,8 +337,8 @@ func TestHedgeEveryCopyFails(t *testing.T) {
 		tr = &httpretry.Transport{Base: base, Policy: p, AttemptTimeout: 80 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
 		_, err = get(t, context.Background(), tr)
 		var e *retry.Error
-		if !errors.As(err, &e) || e.Attempts != 2 || !errors.Is(err, httpretry.ErrAttemptTimeout) || base.requests() != 4 {
-			t.Fatalf("every copy timing out: %v after %d requests; want a *retry.Error of 2 attempts, ErrAttemptTimeout, after 4 requests", err, base.requests())
+		if !errors.As(err, &e) || e.Attempts != 2 || !errors.Is(err, httpretry.ErrAttemptTimeout) || base.requests() != 3 {
+			t.Fatalf("every copy timing out: %v after %d requests; want a *retry.Error of 2 attempts, ErrAttemptTimeout, after 3 (the new host's one hedge, and no attempt answered in time to earn another)", err, base.requests())
 		}
 	})
 }
@@ -346,6 +360,8 @@ func TestHedgeTimeoutPerCopy(t *testing.T) {
 		tr.Policy.Schedule.MaxRetries = 0
 		tr.Policy.Budget = httpretry.NoBudget()
 		tr.Policy.Schedule.MaxElapsed = time.Nanosecond // no retry: a wait would pass it
+		earnHedges(t, tr, 1)
+		timedOut = nil
 		_, err := get(t, context.Background(), tr)
 		if !errors.Is(err, httpretry.ErrAttemptTimeout) || fmt.Sprint(base.at) != "[0s 30ms 60ms]" {
 			t.Fatalf("%v, copies sent at %v; want ErrAttemptTimeout, copies at 0, 30ms and 60ms", err, base.at)
@@ -362,6 +378,7 @@ func TestHedgeMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSlow(func(n int) answer { return answer{wait: time.Second} })
 		tr := &httpretry.Transport{Base: base, Policy: retry.Policy{Budget: httpretry.NoBudget()}, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 3}}
+		earnHedges(t, tr, 2)
 		resp, err := get(t, context.Background(), tr)
 		if err != nil {
 			t.Fatal(err)
@@ -377,10 +394,10 @@ func TestHedgeMax(t *testing.T) {
 // retries take from (a 503's retry never finds its retry spent on a
 // hedge), but none is sent while the budget holds no whole retry (the
 // host is overloaded); and the Hedge's own allowance bounds them: a new
-// host holds 10 hedges, and each attempt whose first copy answers before
-// the delay earns 2 × ExtraLoad of one (a tenth, by default), so that
-// once 10 slow requests have been hedged, the next is not until ten fast
-// ones have come.
+// host holds one hedge, each attempt whose first copy answers before the
+// delay earns 2 × ExtraLoad of one (a tenth, by default), up to 100, and
+// a slow one earns nothing, so that once the hedges held are spent, the
+// next is not until ten fast requests have come.
 func TestHedgesPricedApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var slowNext atomic.Bool
@@ -393,6 +410,12 @@ func TestHedgesPricedApart(t *testing.T) {
 		p := constant(time.Second, 3)
 		p.Budget = &retry.Budget{Burst: 2}
 		tr := &httpretry.Transport{Base: base, Policy: p, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}
+		fast := func(n int) {
+			for range n {
+				resp, _ := get(t, context.Background(), tr)
+				readAll(t, resp)
+			}
+		}
 		slowOne := func() (hedged bool) {
 			before := base.requests()
 			slowNext.Store(true)
@@ -404,41 +427,43 @@ func TestHedgesPricedApart(t *testing.T) {
 			synctest.Wait()
 			return base.requests()-before == 2
 		}
-		for i := range 10 {
-			if !slowOne() {
-				t.Fatalf("slow request %d on a new host: not hedged; want the 10 a new host holds", i+1)
-			}
-		}
-		if got := p.Budget.Tokens(); got < 1.9 { // its 2, faded a little, and what 10 calls earned
-			t.Fatalf("after 10 hedges: the budget holds %v, want its 2 untouched (10 hedges would have spent it)", got)
+		if !slowOne() {
+			t.Fatalf("a slow request to a new host: not hedged; want the one hedge a new host holds")
 		}
 		if slowOne() {
-			t.Fatalf("an 11th slow request in a row: hedged; want the allowance spent")
+			t.Fatalf("a second slow request in a row: hedged; want the allowance spent")
 		}
-		for range 9 { // the 11th's first copy was slow: it earned nothing
-			resp, _ := get(t, context.Background(), tr)
-			readAll(t, resp)
-		}
+		fast(9)
 		if slowOne() {
 			t.Fatalf("after 9 fast requests: hedged; want none until 10 have earned a hedge")
 		}
-		for range 10 {
-			resp, _ := get(t, context.Background(), tr)
-			readAll(t, resp)
-		}
+		fast(10)
 		if !slowOne() {
 			t.Fatalf("after 10 more fast requests: not hedged; want the hedge they earned")
+		}
+		fast(2000) // earns 100 at most: the 101st slow request in a row is not hedged
+		for i := range 100 {
+			if !slowOne() {
+				t.Fatalf("slow request %d after 2,000 fast ones: not hedged; want 100 held", i+1)
+			}
+		}
+		if slowOne() {
+			t.Fatalf("slow request 101 after 2,000 fast ones: hedged; want at most 100 held")
+		}
+		if got := p.Budget.Tokens(); got < 1.9 { // hedges took nothing of its 2
+			t.Fatalf("after 103 hedges: the budget holds %v, want its 2 (hedges taking from it would have spent it)", got)
 		}
 		// A budget with no whole retry left: no hedge, and its allowance kept.
 		drained := &retry.Budget{Burst: 1, Ratio: -1} // earns nothing
 		drained.Allow()
 		tr.Policy.Budget = drained
-		for range 20 {
-			resp, _ := get(t, context.Background(), tr)
-			readAll(t, resp)
-		}
+		fast(20)
 		if slowOne() {
 			t.Fatalf("a budget with no whole retry: hedged; want no hedge while the host is overloaded")
+		}
+		tr.Policy.Budget = p.Budget
+		if !slowOne() {
+			t.Fatalf("the budget back: not hedged; want the allowance the overload kept")
 		}
 	})
 }
@@ -474,6 +499,7 @@ func TestHedgeDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := newSlow(func(n int) answer { return answer{hang: true} })
 		tr := &httpretry.Transport{Base: base, Policy: retry.Policy{Budget: httpretry.NoBudget()}, Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond, Max: 5}}
+		earnHedges(t, tr, 2)
 		ctx, cancel := context.WithTimeout(context.Background(), 35*time.Millisecond)
 		defer cancel()
 		start := time.Now()

@@ -62,7 +62,11 @@ func TestStatsPerHost(t *testing.T) {
 		})
 		p := constant(time.Second, 3)
 		p.Name, p.Budget = name, nil // the budget per host
-		tr := &httpretry.Transport{Base: base, Policy: p, AttemptTimeout: 100 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: 50 * time.Millisecond}}
+		h := &httpretry.Hedge{Delay: 50 * time.Millisecond}
+		for range 10 { // a hedge earned for the host, uncounted (no Name): a new one holds one
+			readAll(t, getURL(t, &httpretry.Transport{Base: base, Hedge: h}, "http://a.example/at-once"))
+		}
+		tr := &httpretry.Transport{Base: base, Policy: p, AttemptTimeout: 100 * time.Millisecond, Hedge: h}
 		for _, path := range []string{"/at-once", "/retried", "/hedged", "/timeout", "/notfound"} {
 			readAll(t, getURL(t, tr, "http://a.example"+path))
 		}
