@@ -84,18 +84,25 @@
 // failing host down after the cause is gone. So with a nil Policy.Budget,
 // the Transport keeps a [retry.Budget] with the defaults for each host,
 // made on first use: a failing host cannot spend another host's retries.
-// A new budget holds 10 retries; each request to the host that does not
-// fail earns a tenth of one; and the budget's room fades from those 10
-// into a tenth of the host's recent successes (each counting less by e
-// every 10 seconds), never below one: a busy client has the room to retry
-// a burst of failures at once, and a host that fails every request gets
-// the retries this Transport had saved for it, then none until its
-// requests succeed again. A retry the
-// budget refuses returns the last response as is, as the other limits do.
-// A response not retried because it is not worth retrying (2xx, 4xx but
-// 408 and 429) earns; a Retry-After past MaxRetryAfter or a GetBody that
-// fails earns nothing. A set Policy.Budget is shared by every host;
-// [NoBudget] turns budgets off. Hedges (below) take from the same budget.
+// The budget tells bad luck from overload by what the retries find: a
+// retry whose attempt succeeds (or ends on a response not worth retrying)
+// is given back, so a host whose requests fail now and then, even 30% of
+// its attempts, has them retried as a client without a budget would; a
+// retry that fails costs a whole one, which only requests that did not
+// fail earn back, a fifth of one each. A new budget holds 10; its room
+// fades from those 10 into a tenth of the host's recent successes (each
+// counting less by e every 10 seconds), and stays at 10 while retries
+// keep being given back, never below one: a busy client has the room to
+// retry a burst of failures at once, and a host that fails every request
+// gets the retries this Transport had saved for it (at most a tenth of
+// its recent successes, or 10), then none until its requests succeed
+// again. A retry the budget refuses returns the last response as is, as
+// the other limits do. A response not retried because it is not worth
+// retrying (2xx, 4xx but 408 and 429) earns; a Retry-After past
+// MaxRetryAfter or a GetBody that fails earns nothing. A set
+// Policy.Budget is shared by every host; [NoBudget] turns budgets off.
+// Hedges (below) take nothing from it, but stop while it has no retry
+// left.
 //
 // Hosts are keyed as net/http keys its connections: the scheme, and
 // [net/url.URL.Hostname] and [net/url.URL.Port] with the default port
@@ -104,10 +111,12 @@
 // "BÜCHER.example" and "xn--bcher-kva.example" to one host, which this
 // package, with no IDNA mapping in the standard library, keys as two (the
 // Unicode spellings, lowered, are one). The Transport keeps at most 1,024
-// hosts' budgets: past that it forgets first those holding within a retry
-// of a new one's Burst (a host forgotten so gets a new Budget should it
-// come back, and loses any room above Burst its requests had made, which
-// they make again), and if those are not enough, others at random.
+// hosts' budgets: past that it forgets those that are full
+// ([retry.Budget.Full]: every retry they allowed given back or earned
+// again; a host forgotten so gets a new Budget should it come back), and
+// never one that is not, so that no host that fails every request gets a
+// fresh Burst by being forgotten. When all 1,024 have spent retries they
+// have not earned back, the hosts beyond share one Budget.
 //
 // # A slow dependency
 //
@@ -117,26 +126,67 @@
 // cancelled and the attempt fails with [ErrAttemptTimeout], which
 // DefaultRetryable retries; the body of a response that came in time is
 // never cut by it (unlike [http.Client].Timeout's), and its context lives
-// until the body is closed or read to its end. A [Hedge] sends another
-// copy of a replayable request that has had no headers for the hedge
-// delay, fixed or the host's own 95th percentile: the first copy whose
-// response Retryable does not retry wins, and the others are cancelled,
-// their bodies closed. A copy that fails, retryably and naming no wait of
-// its own, has the next copy sent at once rather than after the delay
-// (gRFC A6's hedging does the same), and one that fails while another is
-// in flight does not end the attempt; when every copy has failed, the
+// until the body is closed or read to its end. A response is in time when
+// Base returns it before the timeout's timer has fired: the two are
+// settled by one atomic claim, however busy the other copies are.
+//
+// A [Hedge] sends another copy of a replayable request that has had no
+// headers for the hedge delay, fixed or the host's own 95th percentile:
+// the first copy whose response Retryable does not retry wins, and
+// RoundTrip returns it at once. A copy that fails while another is in
+// flight does not end the attempt; when every copy has failed, the
 // attempt has, with the outcome of the copy that failed last, and
-// retry.Do's rules decide the retry. Each hedge has a body of its own
-// from GetBody while the other copies may still be sending theirs, so a
-// GetBody must return bodies that do not share a reader (those
-// http.NewRequest makes do not; one that rewinds a shared file does).
-// Each copy after the first takes a token from the host's budget, as a
-// retry does: with none left, no hedge, so that retries and hedges together never pass the budget's
-// bound, and in a storm, where the tokens are gone, hedging stops by
-// itself. Error.Attempts and Event.Attempt count attempts, not copies.
-// The first copy goes in the caller's goroutine, and each hedge in the
-// goroutine of the timer that sends it, which ends once Base returns the
+// retry.Do's rules decide the retry (a failure is retried, after its
+// wait, from the budget: no hedge is sent in a retry's place). Each hedge
+// has a body of its own from GetBody while the other copies may still be
+// sending theirs, so a GetBody must return bodies that do not share a
+// reader (those http.NewRequest makes do not; one that rewinds a shared
+// file does). Error.Attempts and Event.Attempt count attempts, not
+// copies.
+//
+// Hedges are priced apart from retries. Each host has an allowance of
+// its own: an attempt whose first copy answers before the hedge delay,
+// needing no hedge, earns 2 × ExtraLoad of one (a tenth, by default), up
+// to 100 held, and a new host holds one; a hedge takes one. So the hedges
+// to a host over any interval are at most 100 plus 2 × ExtraLoad × its
+// attempts, whatever the delay; a hedge never takes the retry a 503 needs;
+// and none is sent while the host's budget holds no whole retry (its
+// retries are failing: overload), nor, since slow answers earn nothing,
+// once most answers are slower than the delay (a delay set below the
+// host's usual latency, or a host overloaded): in a storm, hedging stops
+// by itself.
+//
+// When Curve.BaseDelay is left zero, a Transport with AttemptTimeout or a
+// Hedge waits, before its first retry, up to a tenth of AttemptTimeout
+// (without one, the hedge delay), at most 200ms, and twice as long before
+// each retry after: the waits scale to the attempt they follow. A
+// BaseDelay that is set wins.
+//
+// Goroutines: a hedged attempt sends each copy, the first too, from a
+// goroutine of its own, and the caller waits for the first answer, so
+// that no copy holds it once another has answered, whatever Base does
+// with a cancelled request; Retryable and GetBody, the caller's code, are
+// called outside any lock another copy needs. A losing copy is cancelled
+// at once, and its goroutine ends when Base returns it, with one
+// exception, for connections' sake: through an [*http.Transport] to a
+// host whose last answer was not HTTP/2, net/http closes the connection of
+// a request cancelled in flight, and each new one costs a TCP (and TLS)
+// handshake, which slows the requests after, which draws more hedges; so
+// a losing copy is left to finish, for at most 1s and its AttemptTimeout,
+// with a context of its own (the request's values and deadline, not its
+// cancellation), and its body is drained (64 KiB, 100ms at most) and
+// closed, so that its connection goes back to the pool. Over HTTP/2 a
+// cancelled copy costs its stream only. So a hedge costs, over HTTP/2,
+// one stream; over HTTP/1.1, a second connection while both copies are
+// in flight (a new one unless the pool has one idle), kept for the
+// requests after; and through any other Base, what Base makes of a
 // cancelled request.
+//
+// The adaptive delay is estimated for each host from the times to headers
+// of its copies, in bounded memory (see [Hedge]); a copy cut off before
+// its headers, by a timeout or as a loser, counts as known only to be
+// longer than the time it ran (censored, in a Kaplan–Meier estimate), so
+// that hedging, which cuts losers, never switches itself off.
 //
 // # Counted
 //
@@ -175,6 +225,9 @@
 // A request that succeeds at once allocates nothing beyond what Base
 // allocates, once its host has a budget (the first request to a host makes
 // it); a Policy.OnRetry adds one allocation a request, and a Logger two
-// (TestAllocs). Transport.CloseIdleConnections reaches Base's, so that
+// (TestAllocs). AttemptTimeout adds 4 (the attempt, its context and
+// cancel func, the timer); a Hedge that sends no hedge, 7 and a goroutine
+// (TestAllocsSlow; through an *http.Transport over HTTP/1.1, the
+// detached context and the watch on the request's, 3 more). Transport.CloseIdleConnections reaches Base's, so that
 // [http.Client.CloseIdleConnections] closes the connections.
 package httpretry

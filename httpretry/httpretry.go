@@ -30,7 +30,9 @@ type Transport struct {
 	Base http.RoundTripper
 	// Policy gives the waits, the limits, the budget, OnRetry and the
 	// Logger. Its Retryable, when set, decides among the failures that
-	// Retryable below chooses, as retry.Do decides.
+	// Retryable below chooses, as retry.Do decides. With AttemptTimeout or
+	// Hedge set, a zero Curve.BaseDelay is a tenth of AttemptTimeout (or
+	// the hedge delay), at most 200ms: the waits scale to the attempt.
 	Policy retry.Policy
 	// Retryable reports whether an attempt's outcome is a failure worth
 	// another attempt: a response (err nil) or a transport error (resp
@@ -124,9 +126,12 @@ var errNilResponse = errors.New("httpretry: Base returned a nil *http.Response w
 
 // RoundTrip implements [http.RoundTripper]: it sends req through Base and
 // retries as the package doc says. It does not modify req. It starts no
-// goroutine but for a hedge's, which lasts, once RoundTrip has returned,
-// as long as Base takes to return the cancelled copy, and the runtime's
-// that cuts a stalled body, which ends before the attempt does.
+// goroutine but a hedged attempt's, one for each copy, which lasts, once
+// RoundTrip has returned, as long as Base takes to return the cancelled
+// copy (through an *http.Transport over HTTP/1.1, as long as the copy is
+// left to finish for its connection: 1s and its AttemptTimeout at most,
+// and its drain), and the runtime's that cuts a stalled body, which ends
+// before the attempt does.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.base()
 	switch {

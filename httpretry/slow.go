@@ -21,28 +21,36 @@ func (attemptTimeout) Temporary() bool { return true }
 // come, and returns the first answer: the tail of a slow host's latency
 // traded for a bounded share of extra requests (Dean and Barroso, "The
 // Tail at Scale", CACM 2013). Set it as Transport.Hedge; the package doc
-// says what is hedged and how a copy wins.
+// says what is hedged, how a copy wins, and what a hedge costs.
 //
 // The zero Hedge is adaptive: it hedges a request once it has gone without
 // headers for longer than 95% of the host's recent requests did, so that
-// about 5% of requests are hedged. A Hedge keeps its estimates of each
-// host's latency, for at most 1,024 hosts, and is safe for concurrent use
-// by any number of Transports and goroutines; it must not be copied after
-// first use, and its fields must not change while it is in use.
+// about 5% of requests are hedged; and it sends no more hedges to a host
+// than its allowance, 2 × ExtraLoad of the attempts that needed none. A
+// Hedge keeps, for at most 1,024 hosts, each one's latency estimate and
+// allowance, and is safe for concurrent use by any number of Transports
+// and goroutines; it must not be copied after first use, and its fields
+// must not change while it is in use.
 type Hedge struct {
 	// Delay, when above zero, is how long a copy goes without headers
 	// before the next is sent. Zero or less is adaptive: the (1 −
-	// ExtraLoad) quantile of the host's recent times to headers, and no
-	// hedge at all until the host has enough of them: ten above the
-	// quantile, at least 100 and at most 400 (200 for the default
-	// ExtraLoad), counted by weight as they fade, each in 500 samples
-	// and in 5 minutes. So a host sent fewer than about 3 requests a
-	// second (for the default; about 1.3 for an ExtraLoad of 0.1) never gathers
-	// the weight, and is not hedged by an adaptive delay: give it a
-	// fixed one.
+	// ExtraLoad) quantile of the host's recent times to headers, each
+	// time cut off before its headers counted as longer than it ran
+	// (the Kaplan–Meier estimate); or, where the times run flat (a few
+	// very slow requests), the knee: the time 1.5 × ExtraLoad lie above,
+	// when that is less than half the quantile, since a delay twice as
+	// long that hedges no fewer than two thirds as many is not worth its
+	// wait. It is within a bucket's eighth of an octave, and fades over
+	// about 500 samples or 100 seconds, so that a shift shows within
+	// 2,000 requests or 5 minutes. No hedge is sent until the host has
+	// the weight of 40 samples (2/ExtraLoad, at least 20 and at most
+	// 100), which a host sent one request a second has by about its 55th,
+	// a host sent fewer than about one every 2.5 seconds never: give
+	// it a fixed delay.
 	Delay time.Duration
-	// ExtraLoad is the share of requests an adaptive delay hedges. Zero or
-	// less (or NaN) means 0.05, the 95th percentile; above 1, 1.
+	// ExtraLoad is the share of requests an adaptive delay hedges, and
+	// half the share the allowance pays for, with any delay. Zero or less
+	// (or NaN) means 0.05, the 95th percentile; above 1, 1.
 	ExtraLoad float64
 	// Max is the most copies sent beyond the first, each Delay after the
 	// one before. Zero means 1; below zero, none.

@@ -31,8 +31,9 @@
 //
 // A [Budget], set as Policy.Budget, bounds the retries of many calls
 // together, so that under load that keeps coming the retries cannot keep
-// an overloaded dependency down: retries are earned by calls that did not
-// fail, and a call that finds none left gives up at once.
+// an overloaded dependency down, while bad luck is retried: a retry that
+// succeeds is given back, one that fails is earned back only by calls
+// that did not fail, and a call that finds none left gives up at once.
 //
 // A Policy with a Name is counted in the process-wide table [Stats], with
 // nothing else to set up: calls by outcome, attempts, waits, and why they
@@ -88,8 +89,9 @@ var (
 //
 // With p.Budget set, a call that succeeds, or gives up on an error not
 // worth retrying ([Permanent], or Retryable said no), earns it Ratio as it
-// returns; a call that gives up on a retryable failure (rules 1, 3, 4, 5,
-// 6, or [GiveUp]) earns nothing.
+// returns, and gives back the retry its last attempt took, if it retried;
+// a call that gives up on a retryable failure (rules 1, 3, 4, 5, 6, or
+// [GiveUp]) earns nothing and gives nothing back.
 //
 // fn is never called on a done ctx: however short the wait (zero
 // included), and whatever ended ctx (a hook, the deadline, another
