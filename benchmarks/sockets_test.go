@@ -199,8 +199,22 @@ type socketArm struct {
 	new  func(base *http.Transport) http.RoundTripper
 }
 
+// socketCurve is the tail arms' Policy, named anew for each client made,
+// so that the run can read its hedges in retry.Stats.
 func socketCurve() retry.Policy {
-	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: 10 * time.Millisecond, MaxDelay: 200 * time.Millisecond}}}
+	return retry.Policy{Name: "benchmarks-sockets-" + strconv.FormatInt(socketNames.Add(1), 10),
+		Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: 10 * time.Millisecond, MaxDelay: 200 * time.Millisecond}}}
+}
+
+var socketNames atomic.Int64
+
+// hedgesOf returns the hedges a client of socketCurve's sent, 0 for
+// another.
+func hedgesOf(rt http.RoundTripper) int64 {
+	if tr, ok := rt.(*httpretry.Transport); ok && tr.Policy.Name != "" {
+		return int64(retry.Stats.Of(tr.Policy.Name).Hedges)
+	}
+	return 0
 }
 
 func socketFailsafe(hedge failsafe.Policy[*http.Response]) func(*http.Transport) http.RoundTripper {
@@ -249,6 +263,7 @@ type socketResult struct {
 	ok, calls int
 	requests  int64 // the measured calls'
 	conns     int64 // opened in the run (TestSocketsHTTP1: while measured)
+	hedges    int64 // httpretry's, sent in the run (TestSocketsHTTP1: while measured)
 }
 
 func (r socketResult) q(p float64) time.Duration {
@@ -272,9 +287,11 @@ func runSocketsTail(t *testing.T, arm socketArm, seed uint64, dur time.Duration)
 		res socketResult
 		wg  sync.WaitGroup
 	)
+	var clients []http.RoundTripper
 	for inst := range instances {
 		b := base()
 		client := &http.Client{Transport: arm.new(b)}
+		clients = append(clients, client.Transport)
 		arr := rand.New(rand.NewPCG(seed, 1<<40+uint64(inst)))
 		wg.Go(func() {
 			defer b.CloseIdleConnections()
@@ -324,6 +341,9 @@ func runSocketsTail(t *testing.T, arm socketArm, seed uint64, dur time.Duration)
 	}
 	h.mu.Unlock()
 	res.conns = h.conns.Load()
+	for _, c := range clients {
+		res.hedges += hedgesOf(c)
+	}
 	return res
 }
 
@@ -350,7 +370,7 @@ func TestSocketsTail(t *testing.T) {
 // socketTable prints one row per arm: medians and ranges over its runs.
 func socketTable(arms []socketArm, runs [][]socketResult) string {
 	var b strings.Builder
-	b.WriteString("| client | success | p50 | p99 | p99.9 | requests per call | connections opened |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| client | success | p50 | p99 | p99.9 | requests per call | hedges per call | connections opened |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for i, arm := range arms {
 		rs := runs[i]
 		f := func(g func(socketResult) float64, format string) string {
@@ -368,10 +388,11 @@ func socketTable(arms []socketArm, runs [][]socketResult) string {
 		ms := func(p float64) func(socketResult) float64 {
 			return func(r socketResult) float64 { return float64(r.q(p)) / 1e6 }
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", arm.name,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", arm.name,
 			f(func(r socketResult) float64 { return 100 * float64(r.ok) / float64(max(r.calls, 1)) }, "%.2f%%"),
 			f(ms(0.5), "%.1fms"), f(ms(0.99), "%.0fms"), f(ms(0.999), "%.0fms"),
 			f(func(r socketResult) float64 { return float64(r.requests) / float64(max(r.calls, 1)) }, "%.3f"),
+			f(func(r socketResult) float64 { return float64(r.hedges) / float64(max(r.calls, 1)) }, "%.3f"),
 			f(func(r socketResult) float64 { return float64(r.conns) }, "%.0f"))
 	}
 	return b.String()
@@ -422,7 +443,7 @@ func runSocketsClosed(t *testing.T, arm socketArm, proto string, seed uint64) so
 		})
 	}
 	wg.Wait()
-	requests0, conns0 := h.requests.Load(), h.conns.Load()
+	requests0, conns0, hedges0 := h.requests.Load(), h.conns.Load(), hedgesOf(client.Transport)
 	var mu sync.Mutex
 	var res socketResult
 	for range goroutines {
@@ -441,7 +462,7 @@ func runSocketsClosed(t *testing.T, arm socketArm, proto string, seed uint64) so
 	}
 	wg.Wait()
 	slices.Sort(res.lat)
-	res.requests, res.conns = h.requests.Load()-requests0, h.conns.Load()-conns0
+	res.requests, res.conns, res.hedges = h.requests.Load()-requests0, h.conns.Load()-conns0, hedgesOf(client.Transport)-hedges0
 	return res
 }
 
