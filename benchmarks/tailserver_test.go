@@ -2,255 +2,247 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	_ "unsafe" // go:linkname, for hedgedhttp's package-level pools
 )
 
-// The in-memory dependency of TestTail. It decides each request's fate
-// from the scenario's seed and the request's identity (client, call, key,
-// and which copy of that key it is: the first request, a hedge or a retry
-// each get their own draw), so every arm meets the same fates whatever its
-// timing, and a run depends only on the seed. It serves from a
-// testing/synctest bubble: every wait is virtual.
+// The host of TestTail, as an http.RoundTripper that serves from a
+// testing/synctest bubble: no socket, every wait virtual. A run depends
+// only on its seed: the arrivals and the replicas' pauses are drawn from
+// the seed alone, and each logical request's fates from a stream of its
+// own (see tailStream), so that every arm meets the same host.
 
-// tailFate is what the server does with one request: answer with status
-// after wait, or never send headers (hang).
-type tailFate struct {
-	status int
-	wait   time.Duration
-	hang   bool
+// tailHost is the model of the host. Each request goes to one of replicas
+// at random and is served in svcMin + Exp(mean svcExp), however many are
+// in service there at once. Each replica pauses for pause at Poisson
+// times, a mean of gap apart, independently (overlapping pauses merge;
+// a gap of zero: no pauses): a request that arrives in a pause starts
+// when it ends, and a pause that starts during its work adds its whole
+// length. Of the requests, a share hang never send headers (they end when
+// their context does), and a share fail answer 503 after failSvc. From
+// shiftAt on (when shiftK is above zero), every service time of a request
+// arriving then and every pause starting then is shiftK times as long.
+// Every response has a body of body bytes.
+type tailHost struct {
+	replicas       int
+	svcMin, svcExp time.Duration
+	pause, gap     time.Duration
+	hang, fail     float64
+	failSvc        time.Duration
+	shiftK         float64
+	shiftAt        time.Duration
+	body           int
 }
 
-// tailModel draws a request's fate from r, for a request arriving at at
-// (since the run began); shifted reports whether scenario C's shift has
-// happened.
-type tailModel interface {
-	fate(r *rand.Rand, at time.Duration, shifted bool) tailFate
-}
-
-// slowModel is scenarios A and C: of every request, 5% answer 503 after
-// 1ms, 2% answer after 1.5s, 1% never send headers, and the rest answer
-// after a wait uniform in [3ms, 7ms]. After the shift (C), every wait is
-// ×4.
-type slowModel struct{}
-
-func (slowModel) fate(r *rand.Rand, _ time.Duration, shifted bool) tailFate {
-	scale := time.Duration(1)
-	if shifted {
-		scale = 4
-	}
-	u, v := r.Float64(), r.Float64()
-	switch {
-	case u < 0.05:
-		return tailFate{status: http.StatusServiceUnavailable, wait: scale * time.Millisecond}
-	case u < 0.07:
-		return tailFate{status: http.StatusOK, wait: scale * 1500 * time.Millisecond}
-	case u < 0.08:
-		return tailFate{hang: true}
-	}
-	return tailFate{status: http.StatusOK, wait: scale * (3*time.Millisecond + time.Duration(v*float64(4*time.Millisecond)))}
-}
-
-// replicaModel is scenario B, The Tail at Scale: Replicas replicas behind
-// one host, each request sent to one of them at random, each serving in a
-// time uniform in [2ms, 10ms] but pausing now and then (a pause starts at
-// Poisson rate 1/PauseEvery on each replica, independently, and lasts a
-// time uniform in [0.5s, 1.5s]). A pause stops the replica's work: a
-// request arriving in a pause, or in service when one starts, finishes
-// its remaining work after the pause ends.
-type replicaModel struct {
-	pauses [][]tailPause // per replica, sorted, disjoint
-}
-
-type tailPause struct{ start, end time.Duration }
-
+// The streams of a seed, each its own PCG keyed by the seed and one of
+// these tags, with what it is for in the low bits: the arrivals of each
+// client instance, the pauses of each replica, and the fates of each
+// logical request (instance << 40 | call << 8 | key: a fan-out has fewer
+// than 256 keys).
 const (
-	tailReplicas   = 10
-	tailPauseEvery = 200 * time.Second
+	tailStreamArrivals = 1 << 62
+	tailStreamPauses   = 2 << 62
+	tailStreamRequests = 3 << 62
 )
 
-// newReplicaModel draws every replica's pauses up to horizon from seed.
-func newReplicaModel(seed uint64, horizon time.Duration) *replicaModel {
-	m := &replicaModel{pauses: make([][]tailPause, tailReplicas)}
-	for i := range m.pauses {
-		r := rand.New(rand.NewPCG(seed, 1<<62|uint64(i)))
-		t := time.Duration(0)
-		for {
-			t += time.Duration(r.ExpFloat64() * float64(tailPauseEvery))
-			if t >= horizon {
+// tailPause is one pause of a replica, [start, end) since the run began.
+type tailPause struct{ start, end time.Duration }
+
+// tailServer is one run's host: the model, its replicas' pauses, and what
+// it saw. Its RoundTrip is safe for concurrent use.
+type tailServer struct {
+	host   tailHost
+	t0     time.Time
+	pauses [][]tailPause // per replica: sorted and disjoint
+
+	seen   atomic.Int64 // requests that reached it (not refused on a done context)
+	hung   atomic.Int64 // of them, those that never sent headers
+	failed atomic.Int64 // answered 503
+	slowed atomic.Int64 // delayed by a pause
+}
+
+// newTailServer draws the replicas' pauses that start before horizon
+// from seed; t0 is when the run begins.
+func newTailServer(host tailHost, seed uint64, t0 time.Time, horizon time.Duration) *tailServer {
+	s := &tailServer{host: host, t0: t0, pauses: make([][]tailPause, host.replicas)}
+	if host.gap <= 0 || host.pause <= 0 {
+		return s
+	}
+	for i := range s.pauses {
+		r := rand.New(rand.NewPCG(seed, tailStreamPauses|uint64(i)))
+		for at := time.Duration(0); ; {
+			at += time.Duration(r.ExpFloat64() * float64(host.gap))
+			if at >= horizon {
 				break
 			}
-			d := 500*time.Millisecond + time.Duration(r.Float64()*float64(time.Second))
-			m.pauses[i] = append(m.pauses[i], tailPause{t, t + d})
-			t += d
+			p := tailPause{at, at + host.scaled(at, host.pause)}
+			if n := len(s.pauses[i]); n > 0 && p.start <= s.pauses[i][n-1].end {
+				s.pauses[i][n-1].end = max(s.pauses[i][n-1].end, p.end)
+			} else {
+				s.pauses[i] = append(s.pauses[i], p)
+			}
 		}
 	}
-	return m
+	return s
 }
 
-func (m *replicaModel) fate(r *rand.Rand, at time.Duration, _ bool) tailFate {
-	pauses := m.pauses[r.IntN(tailReplicas)]
-	work := 2*time.Millisecond + time.Duration(r.Float64()*float64(8*time.Millisecond))
+// scaled is d as the host has it at at: shiftK times d from shiftAt on.
+func (h tailHost) scaled(at, d time.Duration) time.Duration {
+	if h.shiftK > 0 && at >= h.shiftAt {
+		return time.Duration(h.shiftK * float64(d))
+	}
+	return d
+}
+
+// finish is when replica rep ends work that arrives at at: the work runs
+// only while the replica is not paused.
+func (s *tailServer) finish(rep int, at, work time.Duration) time.Duration {
+	ps := s.pauses[rep]
 	t := at
-	for i := sort.Search(len(pauses), func(i int) bool { return pauses[i].end > at }); i < len(pauses); i++ {
-		p := pauses[i]
-		if p.start >= t+work {
-			break
+	for i := sort.Search(len(ps), func(i int) bool { return ps[i].end > at }); i < len(ps) && ps[i].start < t+work; i++ {
+		if ps[i].start > t {
+			work -= ps[i].start - t
 		}
-		if p.start > t {
-			work -= p.start - t
-		}
-		t = p.end
+		t = ps[i].end
 	}
-	return tailFate{status: http.StatusOK, wait: t + work - at}
+	return t + work
 }
 
-// pausedShare is the share of [0, horizon) in which at least one replica
-// is paused: about the share of fan-out calls that meet a pause, since a
-// call of 100 keys sends some to every replica (all but 0.9^100 of the
-// time).
-func (m *replicaModel) pausedShare(horizon time.Duration) float64 {
-	var all []tailPause
-	for _, ps := range m.pauses {
-		all = append(all, ps...)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].start < all[j].start })
-	var covered, end time.Duration
-	for _, p := range all {
-		if p.start > end {
-			end = p.start
-		}
-		if p.end > end {
-			covered += p.end - end
-			end = p.end
+// pausedShare is the share of [from, to) that replicas are paused, the
+// mean over them.
+func (s *tailServer) pausedShare(from, to time.Duration) float64 {
+	var paused time.Duration
+	for _, ps := range s.pauses {
+		for _, p := range ps {
+			if a, b := max(p.start, from), min(p.end, to); b > a {
+				paused += b - a
+			}
 		}
 	}
-	return float64(covered) / float64(horizon)
+	return float64(paused) / float64(to-from) / float64(len(s.pauses))
 }
 
-// tailServer counts what it saw and holds the model and the shift.
-type tailServer struct {
-	model    tailModel
-	seed     uint64
-	t0       time.Time
-	shifted  atomic.Bool
+// tailCall is one call: when it arrived, and the requests its logical
+// requests sent, as the host counts them.
+type tailCall struct {
+	measured bool // after the warm-up
+	after    bool // at or after the shift (C)
 	requests atomic.Int64
 }
 
-// tailCall is one call, carried in its requests' contexts: who made it,
-// how many requests the server saw for each of its keys, and when and how
-// it ended.
-type tailCall struct {
-	client, index int
-	sent          []atomic.Int32 // per key
-	latency       time.Duration
-	ok            bool
-	second        bool // C: started after the shift
+// tailStream is the random draws of one logical request (a call, or one
+// of a fan-out's keys), carried in its context: the host takes a copy's
+// replica, fate and service time from it in the order the copies arrive,
+// so every arm's first attempt meets the same ones (common random
+// numbers), and a hedge or a retry draws afresh.
+type tailStream struct {
+	mu   sync.Mutex
+	r    *rand.Rand
+	call *tailCall
 }
 
-type tailCallKey struct{}
+type tailStreamKey struct{}
 
-func (c *tailCall) requests() int {
-	n := 0
-	for i := range c.sent {
-		n += int(c.sent[i].Load())
-	}
-	return n
+// newTailStream is the stream of key of call k of instance inst.
+func newTailStream(seed uint64, inst, k, key int, call *tailCall) *tailStream {
+	return &tailStream{r: rand.New(rand.NewPCG(seed, tailStreamRequests|uint64(inst)<<40|uint64(k)<<8|uint64(key))), call: call}
 }
 
-// tailConn is the Base an arm is built on: an http.RoundTripper into the
-// server. With a headerTimeout, it gives up on headers after that long,
-// as http.Transport's ResponseHeaderTimeout does, with the same error.
-type tailConn struct {
-	srv           *tailServer
-	headerTimeout time.Duration
+// draw returns a copy's replica in [0, replicas), its fate in [0, 1) and
+// its service's exponential part, in units of its mean.
+func (st *tailStream) draw(replicas int) (rep int, fate, exp float64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.r.IntN(replicas), st.r.Float64(), st.r.ExpFloat64()
 }
 
-// errTailHeaderTimeout is what net/http returns past ResponseHeaderTimeout:
-// a net.Error whose Timeout is true.
-var errTailHeaderTimeout error = tailTimeoutError{}
+var errTailNoStream = errors.New("tail host: a request without its stream in its context (the client dropped the context's values)")
 
-type tailTimeoutError struct{}
-
-func (tailTimeoutError) Error() string   { return "net/http: timeout awaiting response headers" }
-func (tailTimeoutError) Timeout() bool   { return true }
-func (tailTimeoutError) Temporary() bool { return true }
-
-func (c tailConn) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip serves req. A request on a done context, or one at its
+// deadline, is refused at once with the context's error, as net/http
+// sends nothing on a done context (in virtual time a timer may fire in
+// the very instant of the deadline, before the context's own has marked
+// it done). Otherwise its headers come after its time in service, or
+// never for a hang, and its context ending first ends it with the
+// context's error.
+func (s *tailServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
-		return nil, err // never sent
+		return nil, err
 	}
-	call := ctx.Value(tailCallKey{}).(*tailCall)
-	key, err := strconv.Atoi(strings.TrimPrefix(req.URL.Path, "/k/"))
-	if err != nil || key < 0 || key >= len(call.sent) {
-		return nil, fmt.Errorf("tail server: no key in %q", req.URL.Path)
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return nil, context.DeadlineExceeded
 	}
-	copyOf := call.sent[key].Add(1) - 1
-	c.srv.requests.Add(1)
-	id := (uint64(call.client)<<24|uint64(call.index))<<16 | uint64(key)<<8 | uint64(copyOf)
-	f := c.srv.model.fate(rand.New(rand.NewPCG(c.srv.seed, id)), time.Since(c.srv.t0), c.srv.shifted.Load())
-	timedOut := false
-	if c.headerTimeout > 0 && (f.hang || f.wait > c.headerTimeout) {
-		f, timedOut = tailFate{wait: c.headerTimeout}, true
+	s.seen.Add(1)
+	st, _ := ctx.Value(tailStreamKey{}).(*tailStream)
+	if st == nil {
+		return nil, errTailNoStream
 	}
-	if f.hang {
+	st.call.requests.Add(1)
+	rep, fate, exp := st.draw(s.host.replicas)
+	now := time.Since(s.t0)
+	status, work := http.StatusOK, s.host.svcMin+time.Duration(exp*float64(s.host.svcExp))
+	switch {
+	case fate < s.host.hang:
+		s.hung.Add(1)
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case fate < s.host.hang+s.host.fail:
+		s.failed.Add(1)
+		status, work = http.StatusServiceUnavailable, s.host.failSvc
 	}
-	timer := time.NewTimer(f.wait)
+	work = s.host.scaled(now, work)
+	done := s.finish(rep, now, work)
+	if done-now > work {
+		s.slowed.Add(1)
+	}
+	timer := time.NewTimer(done - now)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if timedOut {
-		return nil, errTailHeaderTimeout
-	}
 	return &http.Response{
-		StatusCode: f.status, Status: fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)),
+		StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"text/plain"}},
-		Body:    &tailBody{ctx: ctx, data: tailBodyFor(key)},
-		Request: req,
+		Header:        http.Header{"Content-Type": {"text/plain"}},
+		ContentLength: int64(s.host.body),
+		Body:          &tailBody{ctx: ctx, left: s.host.body},
+		Request:       req,
 	}, nil
 }
 
-// tailBodyFor is the body the server sends for key, which the caller
-// checks.
-func tailBodyFor(key int) []byte { return []byte("value of key " + strconv.Itoa(key) + "\n") }
-
-// tailBody is a small response body that fails, as net/http's does, once
-// its request's context is done before it is read to the end: an arm
-// that cuts a body it returned cannot pass for one that does not.
+// tailBody is a response body of left bytes, all readable at once, that
+// fails with its request's context's error once that context is done, as
+// net/http's does: an arm that cancels a response it returned cannot pass
+// for one that does not.
 type tailBody struct {
 	ctx  context.Context
-	data []byte
-	off  int
+	left int
 }
 
 func (b *tailBody) Read(p []byte) (int, error) {
-	if b.off == len(b.data) {
-		return 0, io.EOF
-	}
 	if err := b.ctx.Err(); err != nil {
 		return 0, err
 	}
-	n := copy(p, b.data[b.off:])
-	b.off += n
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), b.left)
+	clear(p[:n])
+	b.left -= n
 	return n, nil
 }
 
