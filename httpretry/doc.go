@@ -227,7 +227,8 @@
 // it); a Policy.OnRetry adds one allocation a request, and a Logger two
 // (TestAllocs). AttemptTimeout adds 4 (the attempt, its context and
 // cancel func, the timer); a Hedge that sends no hedge, 7 and a goroutine
-// (TestAllocsSlow; through an *http.Transport over HTTP/1.1, the
-// detached context and the watch on the request's, 3 more). Transport.CloseIdleConnections reaches Base's, so that
+// (TestAllocsSlow; through an *http.Transport over HTTP/1.1, 7 more for
+// the copies' detached contexts and the watch on the request's:
+// BenchmarkRoundTripLoopback). Transport.CloseIdleConnections reaches Base's, so that
 // [http.Client.CloseIdleConnections] closes the connections.
 package httpretry
