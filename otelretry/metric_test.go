@@ -329,23 +329,36 @@ func TestTransport(t *testing.T) {
 			}
 		}
 		const hostA = "server.address=a.example,server.port=80"
-		// /retried's 503 sends its hedge at once, which wins; /hedged's
-		// hedge wins after 50ms; both copies of /timeout's first attempt
-		// time out (at 100 and 150ms), and the second, after a wait of 1s,
-		// answers in 1ms. The budget: 10, the first call's earning lost to
-		// the ceiling, less 3 hedges and a retry, plus 4 earnings of 0.1.
+		// A new host holds one hedge, and each attempt whose first copy
+		// answers before the delay earns it 2×ExtraLoad (0.2): /at-once
+		// earns; /retried's 503 is retried after 1s (no hedge on a
+		// failure), and both its attempts earn; /hedged's hedge is sent at
+		// 50ms and wins, spending the one hedge it holds (1.6 → 0.6);
+		// /timeout is not hedged (0.6 is less than a hedge), its first two
+		// attempts are cut at 100ms, and the third, after waits of 1s,
+		// answers in 1ms.
 		wantA := map[string]float64{
-			"retry.calls{" + hostA + ",kind=successful_without_retry}": 4,
-			"retry.calls{" + hostA + ",kind=successful_with_retry}":    1,
-			"retry.attempts{" + hostA + "}":                            6,
-			"retry.retries{" + hostA + "}":                             1,
-			"retry.delay{" + hostA + "}":                               1,
-			"retry.failing_calls.duration{" + hostA + "}":              seconds(1151 * time.Millisecond),
-			"retry.hedges{" + hostA + "}":                              3,
-			"retry.hedges_won{" + hostA + "}":                          2,
+			"retry.calls{" + hostA + ",kind=successful_without_retry}": 3,
+			"retry.calls{" + hostA + ",kind=successful_with_retry}":    2,
+			"retry.attempts{" + hostA + "}":                            1 + 2 + 1 + 3 + 1,
+			"retry.retries{" + hostA + "}":                             1 + 2,
+			"retry.delay{" + hostA + "}":                               3,
+			"retry.failing_calls.duration{" + hostA + "}":              seconds(1001*time.Millisecond + 2201*time.Millisecond),
+			"retry.hedges{" + hostA + "}":                              1,
+			"retry.hedges_won{" + hostA + "}":                          1,
 			"retry.attempt_timeouts{" + hostA + "}":                    2,
-			"retry.budget.tokens{" + hostA + "}":                       10 - 4 + 0.4,
 		}
+		// The budget's gauge is what the table says (retry.Budget's rule,
+		// tested in retry): the retries that succeeded were given back, so
+		// it holds more than 10 less 3 retries.
+		retry.Stats.Each(func(n, host string, c retry.Counts) {
+			if n == name && host == "a.example:80" {
+				wantA["retry.budget.tokens{"+hostA+"}"] = c.Tokens
+				if !(c.Tokens > 10-3 && c.Tokens <= 10) {
+					t.Errorf("a.example's budget: %v tokens, want more than 7 and at most 10", c.Tokens)
+				}
+			}
+		})
 		same(t, "a.example", points(t, reader, name), wantA)
 
 		// b.example: a budget of one retry, shared by both requests.
@@ -376,14 +389,15 @@ func TestTransport(t *testing.T) {
 		// c.example's budget: 10, less 3 retries; the certificate earned
 		// while it was full.
 		want := maps.Clone(wantA)
-		// a.example's budget, 4.5s after its first use, is bound by a room
-		// that fades from 10 by e every 10s (retry.Budget): what the table
-		// says, below the 6.4 it held.
+		// a.example's budget, seconds after its first use, is bound by a
+		// room that fades from 10 by e every 10s (retry.Budget): what the
+		// table says, below what it held before.
+		held := wantA["retry.budget.tokens{"+hostA+"}"]
 		retry.Stats.Each(func(n, host string, c retry.Counts) {
 			if n == name && host == "a.example:80" {
 				want["retry.budget.tokens{"+hostA+"}"] = c.Tokens
-				if !(c.Tokens < 6.4) {
-					t.Errorf("a.example's budget after 4.5s: %v tokens, want less than 6.4", c.Tokens)
+				if !(c.Tokens < held) {
+					t.Errorf("a.example's budget later: %v tokens, want less than the %v it held", c.Tokens, held)
 				}
 			}
 		})
