@@ -101,7 +101,9 @@ func TestBudgetRandomFailures(t *testing.T) {
 					})
 				}
 				wg.Wait()
-				if got := float64(ok.Load()) / calls; got < tt.want {
+				got := float64(ok.Load()) / calls
+				t.Logf("%.0f%% of attempts failing, %d callers %v apart: %.2f%% of calls succeeded", 100*tt.fail, pace.callers, pace.gap, 100*got)
+				if got < tt.want {
 					t.Errorf("%.0f%% of attempts failing, %d callers %v apart: %.2f%% of calls succeeded, want at least %.1f%%",
 						100*tt.fail, pace.callers, pace.gap, 100*got, 100*tt.want)
 				}
@@ -135,7 +137,9 @@ func TestBudgetStopsAFailingHost(t *testing.T) {
 			for range 1000 {
 				call()
 			}
-			if got := float64(base.all.Load()-before) / 1000; got > 1.12 {
+			got := float64(base.all.Load()-before) / 1000
+			t.Logf("calls %v apart: %.3f attempts a call", gap, got)
+			if got > 1.12 {
 				t.Errorf("calls %v apart: %.3f attempts a call to a host failing every one, want at most 1.12", gap, got)
 			}
 		})
