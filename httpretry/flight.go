@@ -40,6 +40,7 @@ type flight struct {
 	last     *leg          // the copy that failed last, while none has won
 	done     chan struct{} // closed once over
 	panicked *any          // a copy's goroutine panicked with this: the caller panics with it
+	gone     []*leg        // outcomes let go, closed once the lock is let go (unlock)
 }
 
 // The states of a copy: sent, then exactly one of the others, claimed
@@ -65,7 +66,8 @@ type leg struct {
 	deadline time.Time   // start + AttemptTimeout; zero without one
 	timer    *time.Timer // unhedged: AttemptTimeout's, which cancels it; lingering: its bound
 	state    atomic.Int32
-	counted  bool // its time went to the latency estimate
+	counted  bool      // its time went to the latency estimate
+	ended    time.Time // when it failed, as the flight's last
 	resp     *http.Response
 	err      error
 	body     io.ReadCloser // resp's own, which Read and Close wrap
@@ -152,13 +154,10 @@ func (f *flight) hedged(req *http.Request, body io.ReadCloser) (resp *http.Respo
 	case <-f.ctx.Done():
 		f.mu.Lock()
 		if !f.over {
-			if l := f.last; l != nil {
-				l.drop(l.resp)
-				f.last = nil
-			}
+			f.letGo(f.last)
 			f.decide(time.Now())
 		}
-		f.mu.Unlock()
+		f.unlock()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -174,7 +173,7 @@ func (f *flight) hedged(req *http.Request, body io.ReadCloser) (resp *http.Respo
 	return nil, false, f.sends, f.ctx.Err()
 }
 
-// start readies c, the copy after idx hedges, to be sent at now, with its
+// start readies c, the copy after idx others of this flight, to be sent at now, with its
 // own context and body. A copy of a flight whose losers may linger has a
 // context of its own, detached from the request's cancellation (the
 // request's values and deadline are still there): the flight cancels it
@@ -229,8 +228,7 @@ func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 	f.mu.Lock()
 	f.pending--
 	f.count(c, resp != nil, now)
-	switch {
-	case f.over: // decided after Base returned it, before the lock: another copy won, or the context ended
+	if f.over { // decided after Base returned it, before the lock: another copy won, or the context ended
 		f.mu.Unlock()
 		if f.linger {
 			c.settle(resp)
@@ -238,28 +236,55 @@ func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 			c.drop(resp)
 		}
 		return
+	}
+	switch {
 	case answer:
-		if l := f.last; l != nil {
-			l.drop(l.resp)
-			f.last = nil
-		}
+		f.letGo(f.last)
 		c.keep(resp, nil)
 		f.win = c
 		if r := f.rt.row; r != nil && c != &f.first {
 			r.HedgeWon()
 		}
 		f.decide(now)
-	default:
-		if l := f.last; l != nil {
-			l.drop(l.resp)
+	case f.last != nil && f.last.ended.After(now): // judged after a copy that failed later, which stays the last
+		c.resp = resp
+		f.letGo(c)
+		if f.pending == 0 {
+			f.decide(now)
 		}
+	default:
+		f.letGo(f.last)
 		c.keep(resp, err)
-		f.last = c
+		c.ended, f.last = now, c
 		if f.pending == 0 { // every copy sent has failed: so has the attempt
 			f.decide(now)
 		}
 	}
+	f.unlock()
+}
+
+// letGo drops c's outcome, once the lock is let go (unlock): c is no
+// longer the flight's last. A body's Close is Base's code, which may take
+// its time or panic, so it never runs under the lock.
+func (f *flight) letGo(c *leg) {
+	if c == nil {
+		return
+	}
+	if c == f.last {
+		f.last = nil
+	}
+	f.gone = append(f.gone, c)
+}
+
+// unlock lets the flight's lock go, then drops the outcomes let go under
+// it.
+func (f *flight) unlock() {
+	gone := f.gone
+	f.gone = nil
 	f.mu.Unlock()
+	for _, c := range gone {
+		c.drop(c.resp)
+	}
 }
 
 // late handles a copy Base returned after it timed out or lost: a copy
@@ -267,11 +292,11 @@ func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 // its connection is kept; any other is let go.
 func (f *flight) late(c *leg, resp *http.Response, now time.Time) {
 	if c.state.CompareAndSwap(lingering, returned) {
-		c.timer.Stop()
 		if resp != nil {
 			f.rt.hedge.saw(resp)
 		}
-		f.mu.Lock()
+		f.mu.Lock() // decide sets the timer under it, after the state
+		c.timer.Stop()
 		f.count(c, resp != nil, now)
 		f.mu.Unlock()
 		c.settle(resp)
@@ -310,6 +335,9 @@ func (f *flight) decide(now time.Time) {
 			bound := lingerTime
 			if !c.deadline.IsZero() {
 				bound = min(bound, c.deadline.Sub(now))
+			}
+			if d, ok := f.ctx.Deadline(); ok { // the detached context keeps it, but nothing enforces it
+				bound = min(bound, d.Sub(now))
 			}
 			c.timer = time.AfterFunc(bound, c.unlinger)
 		case c.state.CompareAndSwap(flying, lost):
@@ -394,7 +422,7 @@ func (f *flight) tick() {
 // to ready, if one is due and allowed.
 func (f *flight) step() *leg {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.unlock()
 	if f.over {
 		return nil
 	}
@@ -428,11 +456,9 @@ func (f *flight) timedOut(c *leg, now time.Time) {
 		r.AttemptTimeout()
 	}
 	f.count(c, false, now)
-	if l := f.last; l != nil {
-		l.drop(l.resp)
-	}
+	f.letGo(f.last)
 	c.keep(nil, ErrAttemptTimeout)
-	f.last = c
+	c.ended, f.last = now, c
 	if f.pending == 0 {
 		f.decide(now)
 	}
@@ -467,12 +493,6 @@ func (f *flight) ready(c *leg) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	idx := 0
-	for i, l := range f.more {
-		if l == c {
-			idx = i + 1
-		}
-	}
 	if f.over || body == nil && rt.req.Body != nil {
 		if body != nil {
 			body.Close()
@@ -483,7 +503,7 @@ func (f *flight) ready(c *leg) bool {
 		}
 		return false
 	}
-	f.start(c, rt.req, body, idx, time.Now())
+	f.start(c, rt.req, body, f.sends, time.Now()) // after every copy sent before it
 	c.state.Store(flying)
 	f.sends++
 	if d := f.wake(time.Now()); d >= 0 { // its own timeout may be the nearest
@@ -505,15 +525,19 @@ func (f *flight) catch() {
 		return
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.over {
+		f.mu.Unlock()
 		return
 	}
 	p := r // only a panic escapes to the heap
 	f.panicked = &p
 	f.linger = false // nothing is left behind
 	f.decide(time.Now())
-	f.each(func(c *leg) { c.drop(c.resp) })
+	f.mu.Unlock()
+	f.each(func(c *leg) {
+		defer func() { recover() }() // a second panic, in a body's Close: the caller has the first
+		c.drop(c.resp)
+	})
 }
 
 // wake returns how long from now until the flight's timer is next due: the

@@ -63,7 +63,7 @@ type Hedge struct {
 // allowance of hedges, and whether it answers in HTTP/2.
 type hedgeHost struct {
 	lat    latency
-	tokens atomic.Int64 // the allowance, in thousandths of a hedge
+	tokens atomic.Int64 // the allowance, in millionths of a hedge (allowanceUnit)
 	h2     atomic.Bool  // its last response came over HTTP/2: a cancelled copy costs no connection
 }
 
@@ -78,18 +78,19 @@ const (
 	allowanceRate  = 2
 	allowanceMost  = 100
 	allowanceStart = 1
+	allowanceUnit  = 1_000_000 // a hedge; an attempt's share is rounded down to it, so that the bound holds exactly
 )
 
 // newHedgeHost makes a host's entry, holding allowanceStart hedges.
 func newHedgeHost(hostKey) *hedgeHost {
 	h := new(hedgeHost)
-	h.tokens.Store(allowanceStart * 1000)
+	h.tokens.Store(allowanceStart * allowanceUnit)
 	return h
 }
 
 // earn adds an attempt's share of a hedge to h's allowance.
 func (h *hedgeHost) earn(share float64) {
-	per, most := int64(allowanceRate*share*1000+0.5), int64(allowanceMost*1000)
+	per, most := int64(allowanceRate*share*allowanceUnit), int64(allowanceMost*allowanceUnit)
 	for {
 		v := h.tokens.Load()
 		if v >= most || h.tokens.CompareAndSwap(v, min(v+per, most)) {
@@ -102,10 +103,10 @@ func (h *hedgeHost) earn(share float64) {
 func (h *hedgeHost) take() bool {
 	for {
 		v := h.tokens.Load()
-		if v < 1000 {
+		if v < allowanceUnit {
 			return false
 		}
-		if h.tokens.CompareAndSwap(v, v-1000) {
+		if h.tokens.CompareAndSwap(v, v-allowanceUnit) {
 			return true
 		}
 	}

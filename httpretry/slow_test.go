@@ -347,12 +347,17 @@ func TestHedgeEveryCopyFails(t *testing.T) {
 // send.
 func TestHedgeTimeoutPerCopy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var timedOut []time.Duration
+		var (
+			mu       sync.Mutex // the copies return from goroutines of their own
+			timedOut []time.Duration
+		)
 		start := time.Now()
 		base := newSlow(func(n int) answer { return answer{hang: true} })
 		base2 := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := base.RoundTrip(req)
+			mu.Lock()
 			timedOut = append(timedOut, time.Since(start))
+			mu.Unlock()
 			return resp, err
 		})
 		tr := &httpretry.Transport{Base: base2, Policy: constant(time.Second, -1), AttemptTimeout: 100 * time.Millisecond,
@@ -361,12 +366,16 @@ func TestHedgeTimeoutPerCopy(t *testing.T) {
 		tr.Policy.Budget = httpretry.NoBudget()
 		tr.Policy.Schedule.MaxElapsed = time.Nanosecond // no retry: a wait would pass it
 		earnHedges(t, tr, 1)
+		mu.Lock()
 		timedOut = nil
+		mu.Unlock()
 		_, err := get(t, context.Background(), tr)
 		if !errors.Is(err, httpretry.ErrAttemptTimeout) || fmt.Sprint(base.at) != "[0s 30ms 60ms]" {
 			t.Fatalf("%v, copies sent at %v; want ErrAttemptTimeout, copies at 0, 30ms and 60ms", err, base.at)
 		}
 		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
 		if fmt.Sprint(timedOut) != "[100ms 130ms 160ms]" {
 			t.Fatalf("copies cut at %v; want each 100ms after its own send", timedOut)
 		}

@@ -85,7 +85,8 @@ import (
 // 100 quiet clients send 1,000 saved retries into a recovering one. A
 // Budget is safe for concurrent use by any number of goroutines, and must
 // not be copied after first use. A call that succeeds at once adds one
-// atomic add to Do and no lock; a retry, a retry given back, Tokens and
+// atomic add to Do and never waits for a lock (one call in 64 tries it,
+// and reads the clock when it gets it: about 1ns a call); a retry, a retry given back, Tokens and
 // Full read the clock and take a lock. A Loop does not spend from a
 // Budget.
 type Budget struct {
@@ -119,6 +120,7 @@ type budgetState struct {
 	fill   float64   // the room a new Budget starts with, Burst, fading alike, in thousandths
 	last   time.Time // the last update; zero before the first
 	part   uint64    // what the clock earned since, short of a thousandth, in 10⁻¹² retry
+	owed   int64     // thousandths of the retries allowed that were neither given back nor earned again since
 }
 
 // window is the time over which a Budget's recent earning calls make room
@@ -175,15 +177,24 @@ func (b *Budget) Tokens() float64 {
 	return held
 }
 
-// Full reports whether the Budget holds all its room now: every retry it
-// allowed has been given back or earned again, so that a Budget made anew
-// in its place would allow no fewer retries until its Burst fades (a map
-// of Budgets, one per key, can forget a full one, and keep one that is
-// not). A Budget that never refuses is always full. Reading it changes
-// nothing the Budget does after.
+// Full reports whether the Budget owes nothing: every retry it allowed
+// has been given back, or earned again since (Ratio for each call that
+// earned after it, and the clock's PerSecond), so that a map of Budgets,
+// one per key, can forget a full one and make it anew without handing a
+// key whose retries keep failing a fresh Burst (its room may have faded
+// meanwhile, but what it spent is still owed). A Budget that never
+// refuses is always full. Reading it changes nothing the Budget does
+// after.
 func (b *Budget) Full() bool {
-	held, room := b.peek()
-	return held >= room
+	burst := milli(b.Burst, defaultBurst)
+	if burst >= milliMax {
+		return true
+	}
+	b.mu.Lock()
+	s := b.state
+	b.mu.Unlock()
+	s.update(b, burst, time.Now())
+	return s.owed == 0
 }
 
 // peek reckons a copy of the state as of now: what it holds, and its room.
@@ -200,15 +211,16 @@ func (b *Budget) peek() (held, room float64) {
 }
 
 // earn counts a call that did not fail: Do's one cost on the happy path,
-// an atomic add. Every 64th call also takes the lock and reads the clock,
-// to reckon the room, so that the calls since are known to within 64 when
-// they came (the room counts each call by its age).
+// an atomic add. Every 64th call also tries the lock, never waiting for
+// it, and, when it gets it, reads the clock to reckon the room, so that
+// the calls since are known to within 64 when they came (the room counts
+// each call by its age); when another holds it, the reckoning waits for
+// the next, which takes those calls as evenly spread.
 func (b *Budget) earn() {
 	if !(b.Ratio >= 0) { // zero Ratio is the default; below zero, or NaN, earns nothing
 		return
 	}
-	if n := b.earned.Add(1); n == 1 || n%earnEvery == 0 {
-		b.mu.Lock()
+	if n := b.earned.Add(1); (n == 1 || n%earnEvery == 0) && b.mu.TryLock() {
 		b.state.update(b, milli(b.Burst, defaultBurst), time.Now())
 		b.mu.Unlock()
 	}
@@ -236,6 +248,7 @@ func (b *Budget) Allow() bool {
 		return false
 	}
 	s.held -= milliUnit
+	s.owed += milliUnit
 	return true
 }
 
@@ -257,6 +270,7 @@ func (b *Budget) giveBack() {
 	s.lucky++
 	bound := s.update(b, burst, now)
 	s.held = min(s.held+milliUnit, bound)
+	s.owed = max(s.owed-milliUnit, 0)
 }
 
 // update adds what the Budget earned since it last did, by calls and by
@@ -270,9 +284,10 @@ func (s *budgetState) update(b *Budget, burst int64, now time.Time) (bound int64
 	calls := n - s.seen
 	s.seen = n
 	if hi, lo := bits.Mul64(calls, uint64(ratio)); hi != 0 || lo >= milliMax {
-		s.held = milliMax
+		s.held, s.owed = milliMax, 0
 	} else {
 		s.held = int64(min(uint64(s.held)+lo, milliMax))
+		s.owed = max(s.owed-int64(lo), 0)
 	}
 	dt := now.Sub(s.last)
 	if dt < 0 { // another goroutine reckoned with a later clock
@@ -320,4 +335,5 @@ func (s *budgetState) refill(b *Budget, elapsed uint64) {
 		s.part = part
 	}
 	s.held = int64(min(uint64(s.held)+earned, milliMax))
+	s.owed = int64(uint64(s.owed) - min(uint64(s.owed), earned))
 }
