@@ -165,17 +165,18 @@
 // Goroutines: a hedged attempt sends each copy, the first too, from a
 // goroutine of its own, and the caller waits for the first answer, so
 // that no copy holds it once another has answered, whatever Base does
-// with a cancelled request; Retryable and GetBody, the caller's code, are
-// called outside any lock another copy needs. A losing copy is cancelled
+// with a cancelled request; Retryable and GetBody, the caller's code, and
+// the Close of a body let go, Base's, are called outside any lock another
+// copy needs. A losing copy is cancelled
 // at once, and its goroutine ends when Base returns it, with one
 // exception, for connections' sake: through an [*http.Transport] to a
 // host whose last answer was not HTTP/2, net/http closes the connection of
 // a request cancelled in flight, and each new one costs a TCP (and TLS)
 // handshake, which slows the requests after, which draws more hedges; so
-// a losing copy is left to finish, for at most 1s and its AttemptTimeout,
-// with a context of its own (the request's values and deadline, not its
-// cancellation), and its body is drained (64 KiB, 100ms at most) and
-// closed, so that its connection goes back to the pool. Over HTTP/2 a
+// a losing copy is left to finish, for at most 1s, its AttemptTimeout and
+// the request's deadline, with a context of its own (the request's values
+// and deadline, not its cancellation), and its body is drained (64 KiB,
+// 100ms at most) and closed, so that its connection goes back to the pool. Over HTTP/2 a
 // cancelled copy costs its stream only. So a hedge costs, over HTTP/2,
 // one stream; over HTTP/1.1, a second connection while both copies are
 // in flight (a new one unless the pool has one idle), kept for the

@@ -24,9 +24,11 @@ func (attemptTimeout) Temporary() bool { return true }
 // says what is hedged, how a copy wins, and what a hedge costs.
 //
 // The zero Hedge is adaptive: it hedges a request once it has gone without
-// headers for longer than 95% of the host's recent requests did, so that
-// about 5% of requests are hedged; and it sends no more hedges to a host
-// than its allowance, 2 × ExtraLoad of the attempts that needed none. A
+// headers for longer than 95% of the host's recent requests did (or, where
+// a slow few are much slower than the rest, at the knee before them; see
+// Delay), so that 5% to 7.5% of requests are hedged; and it sends no more
+// hedges to a host than its allowance, 2 × ExtraLoad of the attempts that
+// needed none. A
 // Hedge keeps, for at most 1,024 hosts, each one's latency estimate and
 // allowance, and is safe for concurrent use by any number of Transports
 // and goroutines; it must not be copied after first use, and its fields
@@ -40,7 +42,10 @@ type Hedge struct {
 	// very slow requests), the knee: the time 1.5 × ExtraLoad lie above,
 	// when that is less than half the quantile, since a delay twice as
 	// long that hedges no fewer than two thirds as many is not worth its
-	// wait. It is within a bucket's eighth of an octave, and fades over
+	// wait: so a two-mode mix whose slow mode holds between ExtraLoad and
+	// 1.5 × ExtraLoad of the times is hedged at the edge of its fast
+	// mode, all its slow requests, rather than late in the slow mode,
+	// where a hedge saves little. It is within a bucket's eighth of an octave, and fades over
 	// about 500 samples or 100 seconds, so that a shift shows within
 	// 2,000 requests or 5 minutes. No hedge is sent until the host has
 	// the weight of 40 samples (2/ExtraLoad, at least 20 and at most
@@ -49,8 +54,9 @@ type Hedge struct {
 	// it a fixed delay.
 	Delay time.Duration
 	// ExtraLoad is the share of requests an adaptive delay hedges, and
-	// half the share the allowance pays for, with any delay. Zero or less
-	// (or NaN) means 0.05, the 95th percentile; above 1, 1.
+	// half the share the allowance pays for, with any delay (counted in
+	// millionths of a hedge, rounded down). Zero or less (or NaN) means
+	// 0.05, the 95th percentile; above 1, 1.
 	ExtraLoad float64
 	// Max is the most copies sent beyond the first, each Delay after the
 	// one before. Zero means 1; below zero, none.
