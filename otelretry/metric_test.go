@@ -45,7 +45,7 @@ func constant(d time.Duration, n int) backoff.Schedule {
 func register(t *testing.T) *sdkmetric.ManualReader {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
-	reg, err := otelretry.Register(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	reg, err := otelretry.Register(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy))
 	if err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -56,6 +56,11 @@ func register(t *testing.T) *sdkmetric.ManualReader {
 	})
 	return reader
 }
+
+// roomy lifts the SDK's 2,000 points an instrument: retry.Stats is the
+// process's, so every test's registration reports every row of the tests
+// before it, TestHosts's 1,025 hosts among them.
+var roomy = sdkmetric.WithCardinalityLimit(1 << 20)
 
 // points collects reader and returns the points of the rows named name,
 // each keyed by its metric and its other attributes, sorted:
@@ -133,10 +138,72 @@ func same(t *testing.T, what string, got, want map[string]float64) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(got)) {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: a point %s = %v, want none", what, k, got[k])
+		if _, ok := want[k]; !ok && got[k] != 0 { // a count not yet counted is reported at 0 (TestZeroFromFirstCall)
+			t.Errorf("%s: a point %s = %v, want none or 0", what, k, got[k])
 		}
 	}
+}
+
+// TestZeroFromFirstCall: a row reports every counter from its first call,
+// each kind and cause at 0 until it counts, so that rate() over the first
+// give-ups of a process, or of a new host, has a sample before them.
+func TestZeroFromFirstCall(t *testing.T) {
+	reader := register(t)
+	name := unique(t)
+	retry.Do(context.Background(), retry.Policy{Name: name}, func(context.Context) error { return nil })
+	want := map[string]float64{
+		"retry.calls{kind=successful_without_retry}": 1,
+		"retry.calls{kind=successful_with_retry}":    0,
+		"retry.calls{kind=failed_without_retry}":     0,
+		"retry.calls{kind=failed_with_retry}":        0,
+		"retry.attempts{}":                           1,
+		"retry.retries{}":                            0,
+		"retry.delay{}":                              0,
+		"retry.failing_calls.duration{}":             0,
+		"retry.hedges{}":                             0,
+		"retry.hedges_won{}":                         0,
+		"retry.attempt_timeouts{}":                   0,
+	}
+	for _, cause := range []string{"max_retries", "max_elapsed", "deadline", "budget", "context", "not_retryable"} {
+		want["retry.gave_up{cause="+cause+"}"] = 0
+	}
+	got := points(t, reader, name)
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok || g != want[k] {
+			t.Errorf("after the first call: %s = %v (reported: %v), want %v", k, g, ok, want[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("after the first call: %d points, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// TestRegisterTwice: a second Register on a MeterProvider with one in
+// place is ErrRegistered, and reports nothing twice; once the first is
+// unregistered, Register works again.
+func TestRegisterTwice(t *testing.T) {
+	name := unique(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy)
+	reg, err := otelretry.Register(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := otelretry.Register(mp); !errors.Is(err, otelretry.ErrRegistered) || again != nil {
+		t.Fatalf("Register again: %v, %v; want nil, ErrRegistered", again, err)
+	}
+	retry.Do(context.Background(), retry.Policy{Name: name}, func(context.Context) error { return nil })
+	if got := points(t, reader, name)["retry.calls{kind=successful_without_retry}"]; got != 1 {
+		t.Errorf("one call, registered once and refused once: counted %v, want 1", got)
+	}
+	if err := reg.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	reg, err = otelretry.Register(mp)
+	if err != nil {
+		t.Fatalf("Register after Unregister: %v", err)
+	}
+	reg.Unregister()
 }
 
 func seconds(d time.Duration) float64 { return d.Seconds() }
@@ -376,7 +443,7 @@ func TestTransport(t *testing.T) {
 		if err := get(t, mid, c, "http://c.example:8080/down"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("a request cancelled mid-wait: %v", err)
 		}
-		// [::1]:8080: no budget, whose gauge is +Inf, as the largest float64.
+		// [::1]:8080: no budget, whose gauge has no point (+Inf in the table).
 		d := &httpretry.Transport{Base: base, Policy: p}
 		d.Policy.Budget = httpretry.NoBudget()
 		get(t, ctx, d, "http://[::1]:8080/at-once")
@@ -424,7 +491,7 @@ func TestTransport(t *testing.T) {
 
 			"retry.calls{" + hostD + ",kind=successful_without_retry}": 1,
 			"retry.attempts{" + hostD + "}":                            1,
-			"retry.budget.tokens{" + hostD + "}":                       math.MaxFloat64,
+			// no budget.tokens point: NoBudget never refuses, and has no count to tell
 		})
 		same(t, "httpretry", points(t, reader, name), want)
 	})
@@ -440,8 +507,7 @@ func TestHosts(t *testing.T) {
 	for _, host := range []string{"", "db-primary", "[2001:db8::1]:5432", "h:http", ":80", "h:65536"} {
 		retry.Do(context.Background(), retry.Policy{Name: name, Host: host}, ok)
 	}
-	// One name for every run, so that -count above 1 adds no rows, and
-	// the reader's instruments stay below the SDK's 2,000 points.
+	// One name for every run, so that -count above 1 adds no rows.
 	const many = "otelretry-TestHosts-many"
 	for i := range 1025 {
 		retry.Do(context.Background(), retry.Policy{Name: many, Host: fmt.Sprint("h", i)}, ok)
@@ -462,8 +528,9 @@ func TestHosts(t *testing.T) {
 		"retry.attempts{server.address=h:65536}":                         1,
 	})
 	got := points(t, reader, many)
+	maps.DeleteFunc(got, func(_ string, v float64) bool { return v == 0 })
 	if n := got["retry.attempts{server.address=h0}"]; len(got) != 2*1025 || n == 0 || got["retry.calls{server.address=other"+kind] != n || got["retry.attempts{server.address=h1023}"] != n {
-		t.Errorf("1,025 hosts: %d points, %v under other, %v under h0; want 2,050, as many under other as under each host", len(got), got["retry.calls{server.address=other"+kind], n)
+		t.Errorf("1,025 hosts: %d points not 0, %v under other, %v under h0; want 2,050, as many under other as under each host", len(got), got["retry.calls{server.address=other"+kind], n)
 	}
 }
 
@@ -524,7 +591,7 @@ func TestInstruments(t *testing.T) {
 func TestUnregister(t *testing.T) {
 	name := unique(t)
 	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy)
 	reg, err := otelretry.Register(mp)
 	if err != nil {
 		t.Fatal(err)
@@ -549,7 +616,7 @@ func TestRegisterGlobal(t *testing.T) {
 	name := unique(t)
 	reader := sdkmetric.NewManualReader()
 	before := otel.GetMeterProvider()
-	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy))
 	defer otel.SetMeterProvider(before)
 	reg, err := otelretry.Register(nil)
 	if err != nil {
@@ -608,7 +675,7 @@ func TestRegisterRefused(t *testing.T) {
 	retry.Do(context.Background(), retry.Policy{Name: name}, func(context.Context) error { return nil })
 	for _, instrument := range []string{"retry.calls", "retry.attempt_timeouts", "retry.budget.tokens", ""} {
 		reader := sdkmetric.NewManualReader()
-		reg, err := otelretry.Register(refusing{sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), instrument})
+		reg, err := otelretry.Register(refusing{sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy), instrument})
 		if !errors.Is(err, errRefused) || reg != nil {
 			t.Errorf("Register with %q refused = %v, %v; want nil, the refusal", instrument, reg, err)
 		}
@@ -659,7 +726,7 @@ func TestRegisterAddsNothing(t *testing.T) {
 // counted.
 func BenchmarkCollect(b *testing.B) {
 	reader := sdkmetric.NewManualReader()
-	reg, err := otelretry.Register(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	reg, err := otelretry.Register(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy))
 	if err != nil {
 		b.Fatal(err)
 	}

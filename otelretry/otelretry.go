@@ -22,13 +22,15 @@
 // server.address "api.example" and server.port 443; a Policy.Host that is
 // no host:port, and the row "other" that holds a name's hosts past 1,024,
 // are server.address alone). The counts are cumulative, as the table's
-// are, and a count still at zero is not reported, as gRPC reports no 0 for
-// a call without retries: a row has a point for each kind and cause it has
-// met. The SDK holds at most 2,000 points an instrument by default, and
-// folds the rest into one with otel.metric.overflow=true: that fits a
-// name's 1,024 hosts while most of them count one kind of call and no
-// give-up, but a process whose rows make more points than that, over all
-// its names, needs sdkmetric.WithCardinalityLimit. The names, and the
+// are, and every one of a row's counters is reported from the row's first
+// call, at 0 until it counts, each kind and each cause among them: a
+// rate() in Prometheus needs two samples, so a count that first appeared
+// at its first value would hide the first burst of give-ups in a process,
+// and on each new host. The SDK holds at most 2,000 points an instrument
+// by default, and folds the rest into one with otel.metric.overflow=true:
+// a row makes 6 points of retry.gave_up (one a cause) and 4 of
+// retry.calls, so a process with more than 333 rows, over all its names
+// and their hosts, needs sdkmetric.WithCardinalityLimit. The names, and the
 // anchor each follows so that a dashboard built on it reads them:
 //
 //	retry.calls                   {call}     kind: successful_without_retry, successful_with_retry,
@@ -62,11 +64,11 @@
 // over retry.calls (the README writes it in PromQL). The time
 // waited is a counter, not a histogram: the table keeps sums, not each
 // call's wait, and a histogram of each call would need a hook in every
-// Policy, where this package needs none. The gauge is left out for a row
-// with no Budget (the table's NaN); a Budget that never refuses (+Inf) is
-// reported as the largest float64, as retry.Stats's JSON writes it, so
-// that the two readings agree and a backend that cannot hold an infinity
-// still holds it. The scope is this package's path: another library's
+// Policy, where this package needs none. The gauge has no point for a row
+// with no Budget (the table's NaN), nor for a Budget that never refuses
+// (httpretry.NoBudget; +Inf in the table), which has no number of retries
+// left to tell: a point there, as the largest float64, would wreck every
+// sum() and avg() over hosts. The scope is this package's path: another library's
 // retry.calls is told apart by otel.scope.name.
 //
 // # Traces
@@ -85,6 +87,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -115,11 +118,12 @@ var causes = [...]string{"max_retries", "max_elapsed", "deadline", "budget", "co
 // Register adds to mp the instruments that report retry.Stats, every row
 // of it, at each collection: the package doc lists them. A nil mp is the
 // global MeterProvider, otel.GetMeterProvider(). Unregister the result to
-// stop reporting; register once per MeterProvider, since two
-// registrations on one report every count twice (the SDK adds what each
-// callback observes). It returns an error, and registers nothing, when mp
-// refuses an instrument or the callback. Register is safe for concurrent
-// use, and so are collections by several readers at once.
+// stop reporting. It returns an error, and registers nothing, when mp
+// refuses an instrument or the callback, and [ErrRegistered] while an
+// earlier registration on the same mp is still in place: two would report
+// every count twice (the SDK adds what each callback observes). Register
+// is safe for concurrent use, and so are collections by several readers at
+// once.
 //
 // A collection walks the table once (retry.Stats.Each, which reads each
 // row's Budget under its lock) and makes each row's attributes once for
@@ -128,6 +132,14 @@ var causes = [...]string{"max_retries", "max_elapsed", "deadline", "budget", "co
 func Register(mp metric.MeterProvider) (metric.Registration, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
+	}
+	key, keyed := registryKey(mp)
+	if keyed {
+		registered.mu.Lock()
+		defer registered.mu.Unlock()
+		if registered.by[key] {
+			return nil, ErrRegistered
+		}
 	}
 	m := mp.Meter(scope)
 	var errs [10]error
@@ -155,8 +167,52 @@ func Register(mp metric.MeterProvider) (metric.Registration, error) {
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
-	return m.RegisterCallback(o.observe, o.calls, o.attempts, o.retries, o.delay, o.took,
+	reg, err := m.RegisterCallback(o.observe, o.calls, o.attempts, o.retries, o.delay, o.took,
 		o.gaveUp, o.hedges, o.hedgesWon, o.timeouts, o.tokens)
+	if err != nil || !keyed {
+		return reg, err
+	}
+	registered.by[key] = true
+	return &registration{Registration: reg, key: key}, nil
+}
+
+// ErrRegistered is Register's error for a MeterProvider that already has
+// a registration in place.
+var ErrRegistered = errors.New("otelretry: already registered on this MeterProvider")
+
+// registered holds the MeterProviders with a registration in place.
+var registered struct {
+	mu sync.Mutex
+	by map[any]bool
+}
+
+func init() { registered.by = map[any]bool{} }
+
+// registryKey is mp as a map key, when its dynamic type allows one (a
+// pointer, as the SDK's is; a MeterProvider of a type that cannot be
+// compared is not guarded).
+func registryKey(mp metric.MeterProvider) (any, bool) {
+	return mp, reflect.TypeOf(mp).Comparable()
+}
+
+// registration frees its MeterProvider for another Register once
+// unregistered.
+type registration struct {
+	metric.Registration
+	key  any
+	once sync.Once
+}
+
+func (r *registration) Unregister() error {
+	err := r.Registration.Unregister()
+	if err == nil {
+		r.once.Do(func() {
+			registered.mu.Lock()
+			delete(registered.by, r.key)
+			registered.mu.Unlock()
+		})
+	}
+	return err
 }
 
 // observer is one registration's instruments, and the attributes of each
@@ -189,12 +245,8 @@ func (o *observer) observe(_ context.Context, obs metric.Observer) error {
 		}
 		count(obs, o.attempts, c.Attempts, a.row)
 		count(obs, o.retries, c.Retries, a.row)
-		if c.Waited > 0 {
-			obs.ObserveFloat64(o.delay, c.Waited.Seconds(), a.row...)
-		}
-		if c.Took > 0 {
-			obs.ObserveFloat64(o.took, c.Took.Seconds(), a.row...)
-		}
+		obs.ObserveFloat64(o.delay, c.Waited.Seconds(), a.row...)
+		obs.ObserveFloat64(o.took, c.Took.Seconds(), a.row...)
 		g := c.GaveUp
 		for cause, n := range [...]uint64{g.MaxRetries, g.MaxElapsed, g.Deadline, g.Budget, g.Context, g.NotRetryable} {
 			count(obs, o.gaveUp, n, a.causes[cause])
@@ -209,24 +261,15 @@ func (o *observer) observe(_ context.Context, obs metric.Observer) error {
 	return nil
 }
 
-// count observes n, when it is not zero, saturating at the largest int64.
+// count observes n, zero too, saturating at the largest int64.
 func count(obs metric.Observer, inst metric.Int64Observable, n uint64, opts []metric.ObserveOption) {
-	if n > 0 {
-		obs.ObserveInt64(inst, int64(min(n, math.MaxInt64)), opts...)
-	}
+	obs.ObserveInt64(inst, int64(min(n, math.MaxInt64)), opts...)
 }
 
-// gauge is a Budget's tokens as a gauge holds them: none for NaN (a row
-// with no Budget), and the largest float64 for +Inf, as the table's JSON
-// writes it.
+// gauge is a Budget's tokens as a gauge holds them: no point for NaN (a
+// row with no Budget) or an infinity (a Budget that never refuses).
 func gauge(x float64) (float64, bool) {
-	switch {
-	case math.IsNaN(x):
-		return 0, false
-	case math.IsInf(x, 1):
-		return math.MaxFloat64, true
-	}
-	return x, true
+	return x, !math.IsNaN(x) && !math.IsInf(x, 0)
 }
 
 // attrs returns the attributes of the row of name and host, making them
