@@ -261,8 +261,8 @@ func TestDo(t *testing.T) {
 		same(t, "retry.Do", points(t, reader, name), map[string]float64{
 			"retry.calls{kind=successful_without_retry}": 4,
 			"retry.calls{kind=successful_with_retry}":    1,
-			"retry.calls{kind=failed_without_retry}":     5, // Permanent, GiveUp, the budget, the context twice
-			"retry.calls{kind=failed_with_retry}":        3, // MaxRetries, MaxElapsed, the deadline
+			"retry.calls{kind=failed_without_retry}":     4, // Permanent, GiveUp, the budget, the context before fn
+			"retry.calls{kind=failed_with_retry}":        4, // MaxRetries, MaxElapsed, the deadline, the context mid-wait (a wait started)
 			"retry.attempts{}":                           4 + 3 + 1 + 1 + 3 + 2 + 2 + 1 + 0 + 1,
 			"retry.retries{}":                            2 + 2 + 1 + 1 + 1,
 			"retry.delay{}":                              seconds(6300 * time.Millisecond),
@@ -478,8 +478,8 @@ func TestTransport(t *testing.T) {
 			"retry.gave_up{" + hostB + ",cause=budget}":            2,
 			"retry.budget.tokens{" + hostB + "}":                   0,
 
-			"retry.calls{" + hostC + ",kind=failed_without_retry}": 2, // the certificate, the context
-			"retry.calls{" + hostC + ",kind=failed_with_retry}":    1,
+			"retry.calls{" + hostC + ",kind=failed_without_retry}": 1, // the certificate
+			"retry.calls{" + hostC + ",kind=failed_with_retry}":    2, // MaxRetries; the context, cancelled mid-wait
 			"retry.attempts{" + hostC + "}":                        1 + 3 + 1,
 			"retry.retries{" + hostC + "}":                         2 + 1,
 			"retry.delay{" + hostC + "}":                           seconds(2300 * time.Millisecond),

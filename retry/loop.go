@@ -43,6 +43,7 @@ type Loop struct {
 	made    bool      // by NewLoop, or by the first use of a zero Loop
 	start   time.Time // NewLoop or the last Reset
 	attempt int       // Wait returned true this many times since start
+	waits   int       // waits started since start
 	started bool      // the first Wait is over: every later one waits
 	err     error
 	timer   *time.Timer
@@ -107,11 +108,12 @@ func (l *Loop) Wait(ctx context.Context) bool {
 			now = time.Now()
 		}
 	}
+	l.waits++
 	cause := sleep(ctx, &l.timer, wait)
 	if l.p.Name != "" {
 		l.p.row().Waited(time.Since(now))
 	}
-	if cause != nil {
+	if cause != nil { // a wait started
 		return l.stop(ctx, cause)
 	}
 	l.attempted()
@@ -130,7 +132,7 @@ func (l *Loop) attempted() {
 
 // stop ends the loop with cause, and returns false.
 func (l *Loop) stop(ctx context.Context, cause error) bool {
-	l.err = l.p.giveUp(ctx, nil, l.attempt, 0, l.start, cause)
+	l.err = l.p.giveUp(ctx, nil, l.attempt, 0, l.waits, l.start, cause)
 	return false
 }
 
@@ -145,13 +147,13 @@ func (l *Loop) Reset() {
 	l.make()
 	if l.attempt > 0 && l.err == nil && (l.p.Name != "" || l.p.OnDone != nil) {
 		o := SucceededAtOnce
-		if l.attempt > 1 {
+		if l.waits > 0 { // as the table counts retries: the waits started
 			o = SucceededAfterRetries
 		}
 		l.p.ended(o, l.attempt, 0, l.start, -1, nil, nil)
 	}
 	l.s.Reset()
-	l.attempt, l.err, l.start = 0, nil, time.Now()
+	l.attempt, l.waits, l.err, l.start = 0, 0, nil, time.Now()
 }
 
 // Override makes the next wait d instead of the Schedule's: a server's

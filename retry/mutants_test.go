@@ -218,7 +218,7 @@ func TestLoopOnDoneRuns(t *testing.T) {
 		loop.Reset() // after the Loop stopped: its run was counted as it stopped
 		want := []retry.Done{
 			{Outcome: retry.SucceededAtOnce, Attempts: 1},
-			{Outcome: retry.FailedWithoutRetry, Attempts: 1, Elapsed: time.Second, Cause: context.Canceled},
+			{Outcome: retry.FailedAfterRetries, Attempts: 1, Elapsed: time.Second, Cause: context.Canceled}, // after a wait: with a retry
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("OnDone heard\n%v\nwant\n%v", got, want)

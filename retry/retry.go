@@ -164,24 +164,24 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 	attempts, attemptStart := 1, start
 	for {
 		if cause, final := p.final(ctx, err, attempts > 1); final { // 1, 2
-			return p.giveUp(ctx, err, attempts, attempts, start, cause)
+			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, cause)
 		}
 		if d, ok := waitOf(err); ok { // 3
 			s.Override(d)
 		}
 		wait, ok := s.Next()
 		if !ok {
-			return p.giveUp(ctx, err, attempts, attempts, start, s.Err())
+			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, s.Err())
 		}
 		var now time.Time
 		if hasDeadline || hooked || row != nil {
 			now = time.Now()
 		}
 		if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
-			return p.giveUp(ctx, err, attempts, attempts, start, backoff.ErrDeadline)
+			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, backoff.ErrDeadline)
 		}
 		if p.Budget != nil && !p.Budget.Allow() { // 5
-			return p.giveUp(ctx, err, attempts, attempts, start, ErrBudget)
+			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, ErrBudget)
 		}
 		if hooked { // 6
 			p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
@@ -193,8 +193,8 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		if row != nil {
 			row.Waited(time.Since(now))
 		}
-		if cause != nil {
-			return p.giveUp(ctx, err, attempts, attempts, start, cause)
+		if cause != nil { // a wait started: a call with a retry, though none was attempted
+			return p.giveUp(ctx, err, attempts, attempts, attempts, start, cause)
 		}
 		attempts++
 		if hasDeadline {
@@ -304,11 +304,12 @@ func (p *Policy) notify(ctx context.Context, e Event) {
 	}
 }
 
-// giveUp builds the Error that ends a sequence, and logs it.
-func (p *Policy) giveUp(ctx context.Context, err error, attempts, uncounted int, start time.Time, cause error) error {
+// giveUp builds the Error that ends a sequence after waits started, and
+// logs it.
+func (p *Policy) giveUp(ctx context.Context, err error, attempts, uncounted, waits int, start time.Time, cause error) error {
 	e := &Error{Err: err, Attempts: attempts, Elapsed: time.Since(start), Cause: cause}
 	if p.Name != "" || p.OnDone != nil {
-		p.ended(outcome(attempts), attempts, uncounted, start, e.Elapsed, err, cause)
+		p.ended(outcome(waits), attempts, uncounted, start, e.Elapsed, err, cause)
 	}
 	if p.Logger != nil && p.Logger.Enabled(ctx, slog.LevelWarn) {
 		attrs := [4]slog.Attr{slog.Int("attempts", e.Attempts), slog.Duration("elapsed", e.Elapsed)}

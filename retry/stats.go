@@ -37,7 +37,10 @@ type Counts = stats.Counts
 type GaveUp = stats.GaveUp
 
 // Outcome is how a call ended, as resilience4j's retry.calls counts them
-// by kind.
+// by kind. "With retry" means a wait started, as Counts.Retries counts
+// retries, whether or not an attempt followed it: a call cancelled during
+// its first wait failed with a retry, and a Loop's run whose first attempt
+// followed a wait (after a Reset) succeeded with one.
 type Outcome uint8
 
 const (
@@ -107,9 +110,12 @@ func (p *Policy) row() *stats.Row {
 	return r
 }
 
-// outcome is the outcome of a call that gave up after attempts.
-func outcome(attempts int) Outcome {
-	if attempts > 1 {
+// outcome is the outcome of a call that gave up after waits started: with
+// a retry once a wait has started, as the table counts a retry, so that
+// the kinds and retry.retries agree (a call cancelled in its first wait
+// failed with a retry).
+func outcome(waits int) Outcome {
+	if waits > 0 {
 		return FailedAfterRetries
 	}
 	return FailedWithoutRetry

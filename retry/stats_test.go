@@ -79,8 +79,8 @@ func TestStatsCounts(t *testing.T) {
 		want := retry.Counts{
 			SucceededAtOnce:       4,
 			SucceededAfterRetries: 2, // Do, and the Loop's first run
-			FailedWithoutRetry:    4, // Permanent, the budget, the context twice
-			FailedAfterRetries:    4, // MaxRetries, MaxElapsed, the deadline, the Loop's second run
+			FailedWithoutRetry:    3, // Permanent, the budget, the context before fn
+			FailedAfterRetries:    5, // MaxRetries, MaxElapsed, the deadline, the context mid-wait (a wait started: a retry), the Loop's second run
 			Attempts:              4 + 3 + 1 + 3 + 2 + 2 + 1 + 0 + 1 + 2 + 2,
 			Retries:               2 + 2 + 1 + 1 + 1 + 1 + 2,
 			Waited:                2*time.Second + 2*time.Second + time.Second + time.Second + 300*time.Millisecond + time.Second + 2*time.Second,
@@ -307,10 +307,10 @@ func TestStatsLoopAttemptsAsMade(t *testing.T) {
 			}
 		}
 		l.Reset()
-		l.Wait(context.Background()) // a wait, then the next run's first attempt
+		l.Wait(context.Background()) // a wait, then the next run's first attempt: a run with a retry, as Retries counts it
 		l.Reset()
 		c := retry.Stats.Of(p.Name)
-		if c.Attempts != 5 || c.SucceededAfterRetries != 1 || c.SucceededAtOnce != 1 || c.Retries != 4 {
+		if c.Attempts != 5 || c.SucceededAfterRetries != 2 || c.SucceededAtOnce != 0 || c.Retries != 4 {
 			t.Errorf("two runs, of 4 attempts and of 1: %+v", c)
 		}
 	})
