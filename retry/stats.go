@@ -22,8 +22,13 @@ import (
 // shows it at /debug/vars. This package does not import expvar itself:
 // importing it registers /debug/vars on http.DefaultServeMux in every
 // program that imports the package, which is the program's choice to make.
-// A name keeps its rows, and its counts only grow, for the life of the
-// process; a name counts at most 1,024 hosts apart, and the rest together
+// In the JSON, a name or host that is not valid UTF-8, or holds a
+// backslash, is written with each backslash doubled and each byte that is
+// not UTF-8 as \xNN, so that every row keeps a key of its own (encoding/json
+// would write each such byte as U+FFFD, and two rows one key). A budget
+// that never refuses (httpretry.NoBudget) writes budget_tokens as the
+// largest float64, which JSON can hold where +Inf it cannot. A name keeps
+// its rows, and its counts only grow, for the life of the process; a name counts at most 1,024 hosts apart, and the rest together
 // under the host "other".
 var Stats = stats.Default
 

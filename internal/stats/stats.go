@@ -8,12 +8,14 @@ package stats
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -355,7 +357,7 @@ func (t *Table) String() string {
 			if hosts[name] == nil {
 				hosts[name] = map[string]json.Marshaler{}
 			}
-			hosts[name][host] = row(c)
+			hosts[name][Key(host)] = row(c)
 		}
 	})
 	var b bytes.Buffer
@@ -364,13 +366,39 @@ func (t *Table) String() string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(name)
+		k, _ := json.Marshal(Key(name))
 		b.Write(k)
 		b.WriteByte(':')
 		v, _ := json.Marshal(entry{Counts: *names[name], Tokens: tokens(names[name].Tokens), Hosts: hosts[name]})
 		b.Write(v)
 	}
 	b.WriteByte('}')
+	return b.String()
+}
+
+// Key is a name or host as the table's JSON writes it, so that no two
+// rows share a key: a string of valid UTF-8 without a backslash as it is;
+// otherwise each backslash doubled and each byte that is not valid UTF-8
+// written \xNN, in hex (encoding/json would make every such byte U+FFFD,
+// so that "a\xff" and "a\xfe" decoded to one key). The mapping is one to
+// one, and undone by reading \\ as \ and \xNN as the byte.
+func Key(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
 	return b.String()
 }
 
@@ -388,7 +416,7 @@ func (r row) MarshalJSON() ([]byte, error) {
 // float64 for +Inf, which JSON cannot write.
 func tokens(x float64) *float64 {
 	switch {
-	case math.IsNaN(x):
+	case math.IsNaN(x) || math.IsInf(x, -1):
 		return nil
 	case math.IsInf(x, 1):
 		x = math.MaxFloat64

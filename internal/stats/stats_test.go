@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -903,11 +905,13 @@ func TestString(t *testing.T) {
 	}
 }
 
-// TestTokensJSON: a gauge as JSON holds it: none for NaN, the largest
+// TestTokensJSON: a gauge as JSON holds it: none for NaN or -Inf, the largest
 // float64 for +Inf, and any other number as it is.
 func TestTokensJSON(t *testing.T) {
-	if p := tokens(math.NaN()); p != nil {
-		t.Errorf("tokens(NaN) = %v, want none", *p)
+	for _, x := range []float64{math.NaN(), math.Inf(-1)} {
+		if p := tokens(x); p != nil {
+			t.Errorf("tokens(%v) = %v, want none", x, *p)
+		}
 	}
 	for x, want := range map[float64]float64{
 		math.Inf(1): math.MaxFloat64, 0: 0, 2.5: 2.5, math.MaxFloat64: math.MaxFloat64, -1: -1,
@@ -998,3 +1002,104 @@ func TestAttemptsOnlyGrow(t *testing.T) {
 		t.Fatalf("Attempts %d, want %d", a, calls/2)
 	}
 }
+
+// TestKeysApart: names and hosts that are not valid UTF-8, or hold a
+// backslash, each keep a key of their own in the JSON ("adv3\xff" and
+// "adv3\xfe" decoded to one key when encoding/json made each U+FFFD), and
+// Key's mapping is undone by unkey.
+func TestKeysApart(t *testing.T) {
+	tb := &Table{}
+	odd := []string{"adv3\xff", "adv3\xfe", `adv3\xff`, `adv3\\xff`, "adv3\ufffd", "plain", `a\b`, "\xc3", "é"}
+	for _, n := range odd {
+		tb.Row(n, "").SucceededAtOnce()
+		tb.Row("hosts", n).SucceededAtOnce()
+	}
+	var got map[string]struct {
+		Hosts map[string]json.RawMessage `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(tb.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(odd)+1 || len(got["hosts"].Hosts) != len(odd) {
+		t.Fatalf("%d names and %d hosts, want %d and %d:\n%s", len(got), len(got["hosts"].Hosts), len(odd)+1, len(odd), tb.String())
+	}
+	for _, n := range odd {
+		if _, ok := got[Key(n)]; !ok || unkey(t, Key(n)) != n {
+			t.Errorf("%q: key %q (in the JSON: %v), undone %q", n, Key(n), ok, unkey(t, Key(n)))
+		}
+	}
+	if Key("plain") != "plain" || Key("é") != "é" || Key("adv3\ufffd") != "adv3\ufffd" {
+		t.Errorf("valid UTF-8 without a backslash must be its own key")
+	}
+}
+
+// unkey undoes Key, as its doc says a reader does.
+func unkey(t *testing.T, k string) string {
+	var b strings.Builder
+	for i := 0; i < len(k); i++ {
+		if k[i] != '\\' {
+			b.WriteByte(k[i])
+			continue
+		}
+		switch {
+		case i+1 < len(k) && k[i+1] == '\\':
+			b.WriteByte('\\')
+			i++
+		case i+3 < len(k) && k[i+1] == 'x':
+			var c byte
+			if _, err := fmt.Sscanf(k[i+2:i+4], "%02x", &c); err != nil {
+				t.Fatalf("%q: %v", k, err)
+			}
+			b.WriteByte(c)
+			i += 3
+		default:
+			t.Fatalf("%q: a lone backslash", k)
+		}
+	}
+	return b.String()
+}
+
+// FuzzJSON: for any names and hosts, and any gauge a row's Budget can
+// report, String is valid JSON with one key for each name, and one for
+// each of a name's hosts.
+func FuzzJSON(f *testing.F) {
+	f.Add("adv3\xff", "adv3\xfe", "h\\x", 1.5)
+	f.Add("", "", "", math.Inf(1))
+	f.Add("n", "n", "other", math.NaN())
+	f.Fuzz(func(t *testing.T, a, b, host string, tokens float64) {
+		tb := &Table{}
+		for _, n := range []string{a, b} {
+			r := tb.Row(n, host)
+			r.SucceededAtOnce()
+			r.Budget(gaugeOf(tokens))
+			tb.Row(n, host+"\x00"+n).Done(FailedAfterRetries, 2, time.Second, MaxRetries)
+		}
+		s := tb.String()
+		if !json.Valid([]byte(s)) {
+			t.Fatalf("not JSON: %s", s)
+		}
+		var got map[string]struct {
+			Hosts map[string]json.RawMessage `json:"hosts"`
+		}
+		if err := json.Unmarshal([]byte(s), &got); err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{a: true, b: true}
+		if len(got) != len(names) {
+			t.Fatalf("%d keys for names %q: %s", len(got), slices.Sorted(maps.Keys(names)), s)
+		}
+		for n := range names {
+			hosts := map[string]bool{host + "\x00" + n: true}
+			if host != "" {
+				hosts[host] = true
+			}
+			if g := len(got[Key(n)].Hosts); g != len(hosts) {
+				t.Fatalf("name %q: %d host keys, want %d: %s", n, g, len(hosts), s)
+			}
+		}
+	})
+}
+
+type gaugeOf float64
+
+func (g gaugeOf) Tokens() float64 { return float64(g) }
