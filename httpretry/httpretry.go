@@ -124,6 +124,14 @@ func schemeMismatch(err error) bool {
 // errNilResponse is the error for a Base that returns (nil, nil).
 var errNilResponse = errors.New("httpretry: Base returned a nil *http.Response with a nil error")
 
+// table is the table p counts in: its own, or retry.Stats.
+func table(p *retry.Policy) *stats.Table {
+	if p.Table != nil {
+		return (*stats.Table)(p.Table)
+	}
+	return (*stats.Table)(retry.Stats)
+}
+
 // RoundTrip implements [http.RoundTripper]: it sends req through Base and
 // retries as the package doc says. It does not modify req. It starts no
 // goroutine but a hedged attempt's, one for each copy, which lasts, once
@@ -140,7 +148,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case !replayable(req) && t.AttemptTimeout > 0:
 		rt := roundTrip{request: request{t: t, base: base, req: req}}
 		if p := t.Policy; p.Name != "" { // its attempt timeout is counted, as a retried request's is
-			rt.row = stats.Default.Row(p.Name, *t.labels.of(keyOf(req.URL), never, label))
+			rt.row = table(&p).Row(p.Name, *t.labels.of(keyOf(req.URL), never, label))
 		}
 		resp, _, _, err := rt.fly(req.Context(), req, req.Body, 0, 0)
 		return resp, err
@@ -156,7 +164,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if p.Name != "" {
 			p.Host = *t.labels.of(key, never, label)
-			rt.row = stats.Default.Row(p.Name, p.Host)
+			rt.row = table(&p).Row(p.Name, p.Host)
 		}
 		if h := t.Hedge; h != nil && h.hedges() > 0 {
 			rt.hedge = h.hosts.of(key, never, newHedgeHost)

@@ -258,3 +258,35 @@ func TestStatsAttemptTimeoutNotReplayable(t *testing.T) {
 		}
 	})
 }
+
+// TestStatsPolicyTable: a Transport whose Policy has a Table of its own
+// counts each host's row there, hedges and attempt timeouts too, and
+// nothing in retry.Stats.
+func TestStatsPolicyTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := retry.NewTable()
+		base := newSlow(func(n int) answer {
+			if n == 1 {
+				return answer{hang: true}
+			}
+			return answer{}
+		})
+		tr := &httpretry.Transport{Base: base, AttemptTimeout: 100 * time.Millisecond,
+			Policy: retry.Policy{Name: "httpretry-test-own-table", Table: tb}}
+		if _, err := get(t, context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
+		var got retry.Counts
+		tb.Each(func(n, h string, c retry.Counts) {
+			if n == tr.Policy.Name && h == "api.example:80" {
+				got = c
+			}
+		})
+		if got.SucceededAfterRetries != 1 || got.AttemptTimeouts != 1 || got.Attempts != 2 {
+			t.Errorf("the Policy's table, its host's row: %+v", got)
+		}
+		if c := retry.Stats.Of(tr.Policy.Name); c.Calls() != 0 || c.AttemptTimeouts != 0 {
+			t.Errorf("retry.Stats counted a Transport whose Policy has a table of its own: %+v", c)
+		}
+	})
+}

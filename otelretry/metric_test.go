@@ -744,3 +744,37 @@ func BenchmarkCollect(b *testing.B) {
 		}
 	}
 }
+
+// TestRegisterTable: a table of one's own, registered beside retry.Stats
+// on one MeterProvider, reports its rows alone, from zero; registering it
+// twice is ErrRegistered.
+func TestRegisterTable(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), roomy)
+	tb := retry.NewTable()
+	reg, err := otelretry.RegisterTable(mp, tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	if _, err := otelretry.RegisterTable(mp, tb); !errors.Is(err, otelretry.ErrRegistered) {
+		t.Fatalf("RegisterTable twice: %v, want ErrRegistered", err)
+	}
+	p := retry.Policy{Name: "otelretry-own-table", Table: tb}
+	retry.Do(context.Background(), p, func(context.Context) error { return nil })
+	got := points(t, reader, p.Name)
+	if got["retry.calls{kind=successful_without_retry}"] != 1 || got["retry.attempts{}"] != 1 {
+		t.Errorf("the table's row: %v", got)
+	}
+	var rows int
+	rm := metricdata.ResourceMetrics{}
+	reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == "retry.attempts" {
+			rows = len(m.Data.(metricdata.Sum[int64]).DataPoints)
+		}
+	}
+	if rows != 1 {
+		t.Errorf("retry.attempts: %d points, want the table's one row", rows)
+	}
+}

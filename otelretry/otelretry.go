@@ -130,10 +130,22 @@ var causes = [...]string{"max_retries", "max_elapsed", "deadline", "budget", "co
 // the life of the registration; the calls counted run as they would
 // without it.
 func Register(mp metric.MeterProvider) (metric.Registration, error) {
+	return RegisterTable(mp, retry.Stats)
+}
+
+// RegisterTable is Register for a table of one's own (a Policy.Table, as a
+// test's), in place of retry.Stats: the same instruments, reading t. One
+// MeterProvider can report several tables, each registered once; rows of
+// the same name and host in two of them report as two points of one
+// series, which the SDK adds.
+func RegisterTable(mp metric.MeterProvider, t *retry.Table) (metric.Registration, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	key, keyed := registryKey(mp)
+	if t == nil {
+		t = retry.Stats
+	}
+	key, keyed := registryKey(mp, t)
 	if keyed {
 		registered.mu.Lock()
 		defer registered.mu.Unlock()
@@ -143,7 +155,7 @@ func Register(mp metric.MeterProvider) (metric.Registration, error) {
 	}
 	m := mp.Meter(scope)
 	var errs [10]error
-	o := &observer{rows: map[rowKey]*rowAttrs{}}
+	o := &observer{table: t, rows: map[rowKey]*rowAttrs{}}
 	o.calls, errs[0] = m.Int64ObservableCounter("retry.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls made under a retry Policy's Name, by kind: how they ended."))
 	o.attempts, errs[1] = m.Int64ObservableCounter("retry.attempts", metric.WithUnit("{attempt}"),
@@ -177,10 +189,11 @@ func Register(mp metric.MeterProvider) (metric.Registration, error) {
 }
 
 // ErrRegistered is Register's error for a MeterProvider that already has
-// a registration in place.
+// a registration of the same table in place.
 var ErrRegistered = errors.New("otelretry: already registered on this MeterProvider")
 
-// registered holds the MeterProviders with a registration in place.
+// registered holds the MeterProviders and tables with a registration in
+// place.
 var registered struct {
 	mu sync.Mutex
 	by map[any]bool
@@ -188,11 +201,15 @@ var registered struct {
 
 func init() { registered.by = map[any]bool{} }
 
-// registryKey is mp as a map key, when its dynamic type allows one (a
-// pointer, as the SDK's is; a MeterProvider of a type that cannot be
+// registryKey is mp and t as a map key, when mp's dynamic type allows one
+// (a pointer, as the SDK's is; a MeterProvider of a type that cannot be
 // compared is not guarded).
-func registryKey(mp metric.MeterProvider) (any, bool) {
-	return mp, reflect.TypeOf(mp).Comparable()
+func registryKey(mp metric.MeterProvider, t *retry.Table) (any, bool) {
+	type key struct {
+		mp any
+		t  *retry.Table
+	}
+	return key{mp, t}, reflect.TypeOf(mp).Comparable()
 }
 
 // registration frees its MeterProvider for another Register once
@@ -222,6 +239,7 @@ type observer struct {
 	hedges, hedgesWon, timeouts      metric.Int64ObservableCounter
 	delay, took                      metric.Float64ObservableCounter
 	tokens                           metric.Float64ObservableGauge
+	table                            *retry.Table
 	mu                               sync.Mutex // rows, for collections that overlap
 	rows                             map[rowKey]*rowAttrs
 }
@@ -238,7 +256,7 @@ type rowAttrs struct {
 
 // observe reports every row of retry.Stats.
 func (o *observer) observe(_ context.Context, obs metric.Observer) error {
-	retry.Stats.Each(func(name, host string, c retry.Counts) {
+	o.table.Each(func(name, host string, c retry.Counts) {
 		a := o.attrs(name, host)
 		for kind, n := range [...]uint64{c.SucceededAtOnce, c.SucceededAfterRetries, c.FailedWithoutRetry, c.FailedAfterRetries} {
 			count(obs, o.calls, n, a.kinds[kind])

@@ -29,6 +29,12 @@ type Policy struct {
 	// a Name it is not read.
 	Host string
 
+	// Table, with a Name, is the table the calls count in: nil, the
+	// default, is the process's [Stats]; a test gives itself a table of
+	// its own ([NewTable]) to count from zero, as a Prometheus registry
+	// beside the default one.
+	Table *Table
+
 	// Schedule gives the waits and the limits. Each zero field of its Curve
 	// takes the default curve's, "200ms×2 up to 30s, full jitter": a zero
 	// BaseDelay is 200ms and a zero MaxDelay 30s (a zero Multiplier already

@@ -30,16 +30,107 @@ import (
 // largest float64, which JSON can hold where +Inf it cannot. A name keeps
 // its rows, and its counts only grow, for the life of the process; a name counts at most 1,024 hosts apart, and the rest together
 // under the host "other".
-var Stats = stats.Default
+var Stats = (*Table)(stats.Default)
 
-// Table is the type of [Stats].
-type Table = stats.Table
+// A Table holds the counts of the calls made under each Policy.Name, and
+// for httpretry each host: a row for each, made on the first call counted
+// and kept for the life of the table. [Stats] is the process's, where a
+// Policy counts unless its Table says otherwise. Its methods are safe for
+// concurrent use, and none of them waits for a call being counted.
+type Table stats.Table
 
-// Counts are the counts of one name, or of one name and host: see [Stats].
-type Counts = stats.Counts
+// NewTable returns an empty table, for a Policy.Table: a test's own, so
+// that its counts start from zero whatever ran before it.
+func NewTable() *Table { return new(Table) }
 
-// GaveUp counts the calls that failed, by why they stopped.
-type GaveUp = stats.GaveUp
+// Of returns name's counts: its rows' together, every host's. A name not
+// counted has zero Counts, with Tokens NaN.
+func (t *Table) Of(name string) Counts { return countsOf((*stats.Table)(t).Of(name)) }
+
+// Each calls fn for every row: a name, its host ("" for a row with none,
+// [retry.Do]'s and a Loop's), and the row's counts, in no fixed order.
+// It reads each row's Budget for Tokens, under that Budget's lock, and
+// must not be called from fn.
+func (t *Table) Each(fn func(name, host string, c Counts)) {
+	(*stats.Table)(t).Each(func(name, host string, c stats.Counts) { fn(name, host, countsOf(c)) })
+}
+
+// String returns the table as JSON, for expvar.Publish: an object of the
+// names in the order first counted, each with its totals under the keys
+// Counts's fields name, its budget_tokens when it has a Budget, and its
+// hosts' rows alike under "hosts":
+//
+//	{"payments": {"successful_without_retry": 9120, …, "hosts": {"api.example:443": {…}}}}
+func (t *Table) String() string { return (*stats.Table)(t).String() }
+
+// Counts are the cumulative counts of the calls made under one name (and,
+// for httpretry, to one host); Tokens is a gauge. Each count only grows.
+// The JSON keys are those of [Table.String].
+type Counts struct {
+	// Calls by outcome, as resilience4j's retry.calls counts them by kind
+	// (see [Outcome]).
+	SucceededAtOnce       uint64 `json:"successful_without_retry"`
+	SucceededAfterRetries uint64 `json:"successful_with_retry"`
+	FailedWithoutRetry    uint64 `json:"failed_without_retry"`
+	FailedAfterRetries    uint64 `json:"failed_with_retry"`
+
+	Attempts uint64        `json:"attempts"`  // fn called (httpretry: attempts, not the copies of one)
+	Retries  uint64        `json:"retries"`   // waits started
+	Waited   time.Duration `json:"waited_ns"` // the waits' time, as waited (one cut short, as far as it went)
+	Took     time.Duration `json:"took_ns"`   // the time the calls that failed at least once took, from start to return
+
+	GaveUp GaveUp `json:"gave_up"` // the calls that failed, by why they stopped
+
+	// httpretry's only: copies sent beyond each attempt's first, those
+	// that won, and requests that timed out awaiting their headers.
+	Hedges          uint64 `json:"hedges"`
+	HedgesWon       uint64 `json:"hedges_won"`
+	AttemptTimeouts uint64 `json:"attempt_timeouts"`
+
+	// Tokens is the retries the row's Budget would allow now (+Inf for
+	// one that never refuses), or NaN when no call counted here had a
+	// Budget; of several, the one its last call counted. A name's total
+	// holds its rows' sum, so a Budget that several rows share counts once
+	// in each.
+	Tokens float64 `json:"-"`
+}
+
+// Calls returns every call counted: the four outcomes together.
+func (c Counts) Calls() uint64 {
+	return c.SucceededAtOnce + c.SucceededAfterRetries + c.FailedWithoutRetry + c.FailedAfterRetries
+}
+
+// GaveUp counts the calls that failed by why they stopped, as Error.Cause
+// says.
+type GaveUp struct {
+	MaxRetries   uint64 `json:"max_retries"`   // backoff.ErrMaxRetries
+	MaxElapsed   uint64 `json:"max_elapsed"`   // backoff.ErrMaxElapsed
+	Deadline     uint64 `json:"deadline"`      // backoff.ErrDeadline: a wait that could not end before the deadline
+	Budget       uint64 `json:"budget"`        // ErrBudget: the retry budget refused (Envoy's upstream_rq_retry_overflow)
+	Context      uint64 `json:"context"`       // the call's context ended
+	NotRetryable uint64 `json:"not_retryable"` // Permanent, GiveUp, or Retryable said no
+}
+
+// countsOf is the table's counts as this package documents them.
+func countsOf(c stats.Counts) Counts {
+	g := c.GaveUp
+	return Counts{
+		SucceededAtOnce: c.SucceededAtOnce, SucceededAfterRetries: c.SucceededAfterRetries,
+		FailedWithoutRetry: c.FailedWithoutRetry, FailedAfterRetries: c.FailedAfterRetries,
+		Attempts: c.Attempts, Retries: c.Retries, Waited: c.Waited, Took: c.Took,
+		GaveUp: GaveUp{MaxRetries: g.MaxRetries, MaxElapsed: g.MaxElapsed, Deadline: g.Deadline,
+			Budget: g.Budget, Context: g.Context, NotRetryable: g.NotRetryable},
+		Hedges: c.Hedges, HedgesWon: c.HedgesWon, AttemptTimeouts: c.AttemptTimeouts, Tokens: c.Tokens,
+	}
+}
+
+// table is the table p counts in.
+func (p *Policy) table() *stats.Table {
+	if p.Table != nil {
+		return (*stats.Table)(p.Table)
+	}
+	return stats.Default
+}
 
 // Outcome is how a call ended, as resilience4j's retry.calls counts them
 // by kind. "With retry" means a wait started, as Counts.Retries counts
@@ -108,7 +199,7 @@ func (p *Policy) ended(outcome Outcome, attempts, uncounted int, start time.Time
 
 // row is p's row in the table, with its Budget as the row's gauge.
 func (p *Policy) row() *stats.Row {
-	r := stats.Default.Row(p.Name, p.Host)
+	r := p.table().Row(p.Name, p.Host)
 	if p.Budget != nil {
 		r.Budget(p.Budget)
 	}

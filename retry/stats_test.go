@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -331,5 +332,25 @@ func TestStatsNilContext(t *testing.T) {
 	}
 	if c := retry.Stats.Of(p.Name); c.Calls() != 0 || c.GaveUp != (retry.GaveUp{}) {
 		t.Errorf("a nil ctx counted: %+v", c)
+	}
+}
+
+// TestPolicyTable: a Policy's own Table counts its calls from zero, and
+// retry.Stats does not see them; httpretry counts its hosts there too.
+func TestPolicyTable(t *testing.T) {
+	tb := retry.NewTable()
+	p := retry.Policy{Name: "test-policy-table", Table: tb}
+	retry.Do(context.Background(), p, func(context.Context) error { return nil })
+	retry.Do(context.Background(), p, func(context.Context) error { return retry.Permanent(errFault) })
+	if c := tb.Of(p.Name); c.SucceededAtOnce != 1 || c.FailedWithoutRetry != 1 || c.GaveUp.NotRetryable != 1 || c.Attempts != 2 {
+		t.Errorf("the Policy's table: %+v", c)
+	}
+	if c := retry.Stats.Of(p.Name); c.Calls() != 0 {
+		t.Errorf("retry.Stats counted a call of a Policy with a Table of its own: %+v", c)
+	}
+	var rows int
+	tb.Each(func(name, host string, c retry.Counts) { rows++ })
+	if rows != 1 || !strings.Contains(tb.String(), `"test-policy-table":{"successful_without_retry":1`) {
+		t.Errorf("the table: %d rows, %s", rows, tb.String())
 	}
 }
