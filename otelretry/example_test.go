@@ -2,6 +2,7 @@ package otelretry_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,4 +93,35 @@ func Example() {
 	// retry.calls{successful_with_retry} 1
 	// retry.attempts{} 2
 	// retry.retries{} 1
+}
+
+// A test reports a table of its own, beside any registration of
+// retry.Stats; a second registration of one table on one MeterProvider is
+// refused, since it would report every count twice.
+func ExampleRegisterTable() {
+	table := retry.NewTable()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reg, err := otelretry.RegisterTable(mp, table)
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Unregister()
+	if _, err := otelretry.RegisterTable(mp, table); errors.Is(err, otelretry.ErrRegistered) {
+		fmt.Println("again:", err)
+	}
+	retry.Do(context.Background(), retry.Policy{Name: "checkout", Table: table}, func(context.Context) error { return nil })
+	var rm metricdata.ResourceMetrics
+	reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == "retry.attempts" {
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				name, _ := p.Attributes.Value("retry.name")
+				fmt.Printf("%s{retry.name=%s} %d\n", m.Name, name.AsString(), p.Value)
+			}
+		}
+	}
+	// Output:
+	// again: otelretry: already registered on this MeterProvider
+	// retry.attempts{retry.name=checkout} 1
 }

@@ -523,3 +523,18 @@ func ExampleBudget_Allow() {
 	// retry 2 of a loop of one's own: false
 	// retry 3 of a loop of one's own: false
 }
+
+// A test counts into a table of its own, from zero whatever ran before,
+// and retry.Stats, the process's, does not see its calls.
+func ExampleNewTable() {
+	table := retry.NewTable()
+	policy := retry.Policy{Name: "orders", Table: table}
+	policy.UnmarshalText([]byte("no wait, 2 retries"))
+	retry.Do(context.Background(), policy, func(context.Context) error { return errors.New("down") })
+	c := table.Of("orders")
+	fmt.Println(c.FailedAfterRetries, "failed after", c.Retries, "retries; gave up at the limit:", c.GaveUp.MaxRetries)
+	fmt.Println("in retry.Stats:", retry.Stats.Of("orders").Calls())
+	// Output:
+	// 1 failed after 2 retries; gave up at the limit: 1
+	// in retry.Stats: 0
+}
