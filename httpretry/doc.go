@@ -113,10 +113,14 @@
 // Unicode spellings, lowered, are one). The Transport keeps at most 1,024
 // hosts' budgets: past that it forgets those that are full
 // ([retry.Budget.Full]: every retry they allowed given back or earned
-// again; a host forgotten so gets a new Budget should it come back), and
-// never one that is not, so that no host that fails every request gets a
-// fresh Burst by being forgotten. When all 1,024 have spent retries they
-// have not earned back, the hosts beyond share one Budget.
+// again, or none asked for in 5 minutes; a host forgotten so gets a new
+// Budget should it come back), and never one that is not, so that a host
+// that fails every request gets a fresh Burst by being forgotten at most
+// once in 5 minutes. When all 1,024 owe retries, the hosts beyond share
+// one Budget, and a host first met while that one owes retries gets, once
+// there is room, a Budget with no Burst: its retries are what its own
+// successes earn, so that moving from the shared Budget to one of its own
+// gives a failing host nothing.
 //
 // # A slow dependency
 //

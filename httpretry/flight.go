@@ -66,8 +66,9 @@ type leg struct {
 	deadline time.Time   // start + AttemptTimeout; zero without one
 	timer    *time.Timer // unhedged: AttemptTimeout's, which cancels it; lingering: its bound
 	state    atomic.Int32
-	counted  bool      // its time went to the latency estimate
-	ended    time.Time // when it failed, as the flight's last
+	counted  bool        // its time went to the latency estimate
+	ended    time.Time   // when it failed, as the flight's last
+	dropped  atomic.Bool // its kept outcome was let go (dropKept)
 	resp     *http.Response
 	err      error
 	body     io.ReadCloser // resp's own, which Read and Close wrap
@@ -157,7 +158,7 @@ func (f *flight) hedged(req *http.Request, body io.ReadCloser) (resp *http.Respo
 			f.letGo(f.last)
 			f.decide(time.Now())
 		}
-		f.unlock()
+		f.unlockElsewhere()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -277,13 +278,34 @@ func (f *flight) letGo(c *leg) {
 }
 
 // unlock lets the flight's lock go, then drops the outcomes let go under
-// it.
+// it, on this goroutine: a copy's own, which has nothing else to do.
 func (f *flight) unlock() {
 	gone := f.gone
 	f.gone = nil
 	f.mu.Unlock()
 	for _, c := range gone {
-		c.drop(c.resp)
+		c.dropKept()
+	}
+}
+
+// unlockElsewhere is unlock for a goroutine that has more to do, the
+// timer's (a hedge to send) or the caller's (its answer): the outcomes
+// let go are dropped from a goroutine of their own, so that a slow Close
+// holds no copy and no caller. A panic in such a Close goes with it: the
+// outcome was let go.
+func (f *flight) unlockElsewhere() {
+	gone := f.gone
+	f.gone = nil
+	f.mu.Unlock()
+	if len(gone) > 0 {
+		go func() {
+			for _, c := range gone {
+				func() {
+					defer func() { recover() }()
+					c.dropKept()
+				}()
+			}
+		}()
 	}
 }
 
@@ -422,7 +444,7 @@ func (f *flight) tick() {
 // to ready, if one is due and allowed.
 func (f *flight) step() *leg {
 	f.mu.Lock()
-	defer f.unlock()
+	defer f.unlockElsewhere()
 	if f.over {
 		return nil
 	}
@@ -536,7 +558,7 @@ func (f *flight) catch() {
 	f.mu.Unlock()
 	f.each(func(c *leg) {
 		defer func() { recover() }() // a second panic, in a body's Close: the caller has the first
-		c.drop(c.resp)
+		c.dropKept()
 	})
 }
 
@@ -587,6 +609,14 @@ func (c *leg) drop(resp *http.Response) {
 		resp.Body.Close()
 	}
 	c.release()
+}
+
+// dropKept drops the outcome c kept, once, however many of the flight's
+// paths let it go.
+func (c *leg) dropKept() {
+	if !c.dropped.Swap(true) {
+		c.drop(c.resp)
+	}
 }
 
 // release cancels c's context, and ends the watch on the request's.

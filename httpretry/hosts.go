@@ -54,7 +54,7 @@ type hosts[V any] struct {
 // afresh should they be reached again. A request in flight keeps the
 // value it took.
 func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) *V {
-	return h.lookup(key, spare, fresh, false)
+	return h.lookup(key, spare, fresh, nil)
 }
 
 // kept is of for values that must not be forgotten unless spare, such as
@@ -62,11 +62,19 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) 
 // holds maxHosts of them, a new host shares one value with every other
 // such host, and the table is searched for a spare value again only after
 // maxHosts more of them, so that a full table costs a new host no search.
-func (h *hosts[V]) kept(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) *V {
-	return h.lookup(key, spare, fresh, true)
+//
+// A host first met while the hosts beyond share a value that is not spare
+// (so, perhaps, once among them) gets lean(key) in place of fresh(key)
+// when room is found: for budgets, one with no Burst, whose retries are
+// what its own successes earn, so that a host failing every request gets
+// no fresh Burst by moving from the shared value to a place of its own.
+func (h *hosts[V]) kept(key hostKey, spare func(*V) bool, fresh, lean func(hostKey) *V) *V {
+	return h.lookup(key, spare, fresh, lean)
 }
 
-func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh func(hostKey) *V, keep bool) *V {
+// lookup is of, or kept when lean is not nil.
+func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh, lean func(hostKey) *V) *V {
+	keep := lean != nil
 	h.mu.RLock()
 	v := h.m[key]
 	h.mu.RUnlock()
@@ -102,7 +110,11 @@ func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh func(hostKey) 
 	if h.m == nil {
 		h.m = make(map[hostKey]*V)
 	}
-	v = fresh(key)
+	if keep && h.other != nil && !spare(h.other) {
+		v = lean(key)
+	} else {
+		v = fresh(key)
+	}
 	h.m[key] = v
 	return v
 }
@@ -115,9 +127,14 @@ func (h *hosts[V]) overflow(fresh func(hostKey) *V) *V {
 	return h.other
 }
 
-// full reports whether b holds all its room, as a new Budget does:
-// forgetting it costs its host no retry it has not earned back.
+// full reports whether b may be forgotten ([retry.Budget.Full]): it owes
+// no retry, or has gone unasked for 5 minutes.
 func full(b *retry.Budget) bool { return b.Full() }
+
+// lean is the Budget of a host first met past a full table, whose
+// neighbours there have spent retries: no Burst, so that its retries are
+// what its own successes earn.
+func lean(hostKey) *retry.Budget { return &retry.Budget{Burst: -1} }
 
 // never is the spare of a table with no value to prefer forgetting.
 func never[V any](*V) bool { return false }

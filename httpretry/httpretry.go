@@ -137,8 +137,10 @@ func table(p *retry.Policy) *stats.Table {
 // goroutine but a hedged attempt's, one for each copy, which lasts, once
 // RoundTrip has returned, as long as Base takes to return the cancelled
 // copy (through an *http.Transport over HTTP/1.1, as long as the copy is
-// left to finish for its connection: 1s and its AttemptTimeout at most,
-// and its drain), and the runtime's that cuts a stalled body, which ends
+// left to finish for its connection: 1s, its AttemptTimeout and the
+// request's deadline at most, and its drain), and one that closes the
+// body of a copy's failed response let go while the timer or the caller
+// has more to do; and the runtime's that cuts a stalled body, which ends
 // before the attempt does.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.base()
@@ -160,7 +162,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p.Budget == nil || p.Name != "" || t.Hedge != nil {
 		key := keyOf(req.URL)
 		if p.Budget == nil {
-			p.Budget = t.budgets.kept(key, full, zero)
+			p.Budget = t.budgets.kept(key, full, zero, lean)
 		}
 		if p.Name != "" {
 			p.Host = *t.labels.of(key, never, label)

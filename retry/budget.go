@@ -177,12 +177,14 @@ func (b *Budget) Tokens() float64 {
 	return held
 }
 
-// Full reports whether the Budget owes nothing: every retry it allowed
-// has been given back, or earned again since (Ratio for each call that
-// earned after it, and the clock's PerSecond), so that a map of Budgets,
-// one per key, can forget a full one and make it anew without handing a
-// key whose retries keep failing a fresh Burst (its room may have faded
-// meanwhile, but what it spent is still owed). A Budget that never
+// Full reports whether forgetting the Budget costs nothing it has not
+// earned: it owes no retry (every one it allowed has been given back, or
+// earned again since: Ratio for each call that earned after it, and the
+// clock's PerSecond), or it has not been asked for a retry, nor reckoned,
+// for forgiveAfter (5 minutes), what it owed then forgiven. So a map of
+// Budgets, one per key, can forget a full one and make it anew: a key
+// whose retries keep failing gets a fresh Burst at most once in 5
+// minutes, however its room has faded meanwhile. A Budget that never
 // refuses is always full. Reading it changes nothing the Budget does
 // after.
 func (b *Budget) Full() bool {
@@ -193,9 +195,14 @@ func (b *Budget) Full() bool {
 	b.mu.Lock()
 	s := b.state
 	b.mu.Unlock()
+	idle := s.last.IsZero() || time.Since(s.last) >= forgiveAfter
 	s.update(b, burst, time.Now())
-	return s.owed == 0
+	return s.owed == 0 || idle
 }
+
+// forgiveAfter is how long a Budget must go unasked before Full forgets
+// what it owes.
+const forgiveAfter = 5 * time.Minute
 
 // peek reckons a copy of the state as of now: what it holds, and its room.
 func (b *Budget) peek() (held, room float64) {

@@ -23,5 +23,9 @@ func TestBudgetFullOwes(t *testing.T) {
 		if b.Full() {
 			t.Fatalf("Full() = true with Tokens() = %v after 5 retries spent and none earned back or given back", b.Tokens())
 		}
+		time.Sleep(4 * time.Minute) // 5 minutes unasked: what it owed is forgiven
+		if !b.Full() {
+			t.Fatalf("Full() = false after 5 minutes unasked")
+		}
 	})
 }
