@@ -38,7 +38,7 @@ import (
 // time, so opt-in, and timings move with the machine: compare arms within
 // one run, never figures across machines.
 //
-//	go test -run TestSocketsTail -v -sockets    # 20 instances, open loop, the arms of TestTail
+//	go test -run TestSocketsTail -v -sockets -timeout 40m   # 20 instances, open loop, the arms of TestTail: 20 minutes
 //	go test -run TestSocketsHTTP1 -v -sockets   # 64 goroutines on one client, per protocol
 
 var (

@@ -185,7 +185,11 @@
 // one stream; over HTTP/1.1, a second connection while both copies are
 // in flight (a new one unless the pool has one idle), kept for the
 // requests after; and through any other Base, what Base makes of a
-// cancelled request.
+// cancelled request. A hedge helps when the slow copy is slow for a
+// reason another copy escapes (a paused replica, a lost packet); where the
+// latency is the client's own load (a closed loop on saturated cores), a
+// hedge adds to what it cuts, and an adaptive delay can cost p50 or p99
+// (benchmarks/README.md, "Over real sockets", measures both).
 //
 // The adaptive delay is estimated for each host from the times to headers
 // of its copies, in bounded memory (see [Hedge]); a copy cut off before
