@@ -154,8 +154,7 @@ func (f *flight) hedged(req *http.Request, body io.ReadCloser) (resp *http.Respo
 	case <-f.done:
 	case <-f.ctx.Done():
 		f.mu.Lock()
-		if !f.over {
-			f.letGo(f.last)
+		if !f.over { // a copy that failed is kept: the attempt's outcome, as an unhedged one's would be
 			f.decide(time.Now())
 		}
 		f.unlockElsewhere()
@@ -247,7 +246,9 @@ func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 			r.HedgeWon()
 		}
 		f.decide(now)
-	case f.last != nil && f.last.ended.After(now): // judged after a copy that failed later, which stays the last
+	case f.last != nil && (f.last.ended.After(now) || err != nil && f.ctx.Err() != nil):
+		// judged after a copy that failed later, which stays the last; or
+		// cut by the request's own context, which is no failure of the host
 		c.resp = resp
 		f.letGo(c)
 		if f.pending == 0 {

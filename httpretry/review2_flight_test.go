@@ -1,6 +1,7 @@
 package httpretry_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -131,5 +132,29 @@ func TestSlowCloseHoldsNoHedge(t *testing.T) {
 			t.Fatalf("the third hedge, due at 30ms, answers in 1ms: RoundTrip returned %d after %v; want 200 after about 31ms (a let-go body's slow Close held the hedge)", resp.StatusCode, took)
 		}
 		time.Sleep(2 * time.Second)
+	})
+}
+
+// TestHedgedContextEndsKeepsLastResponse: when the request's context ends
+// while a hedge is in flight and another copy has failed with a status,
+// RoundTrip returns that last response as is, as an unhedged attempt
+// does when the context ends during it (doc.go, "What it returns").
+func TestHedgedContextEndsKeepsLastResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := newSlow(func(n int) answer {
+			if n == 1 {
+				return answer{wait: 20 * time.Millisecond, status: http.StatusServiceUnavailable}
+			}
+			return answer{hang: true}
+		})
+		tr := &httpretry.Transport{Base: base, Policy: constant(time.Second, 3), Hedge: &httpretry.Hedge{Delay: 10 * time.Millisecond}}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("RoundTrip: %v, %v; want the 503, as is", resp, err)
+		}
+		resp.Body.Close()
 	})
 }
