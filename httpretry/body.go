@@ -23,6 +23,7 @@ type StatusError struct {
 
 	drained bool // its body was read for a retry: Body replays what was read
 	waited  bool // a wait began after it: its body is closed, and it is not returned
+	hedges  int  // the hedges of its attempt, for the table
 }
 
 func (e *StatusError) Error() string {

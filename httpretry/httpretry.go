@@ -150,7 +150,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case !replayable(req) && t.AttemptTimeout > 0:
 		rt := roundTrip{request: request{t: t, base: base, req: req}}
 		if p := t.Policy; p.Name != "" { // its attempt timeout is counted, as a retried request's is
-			rt.row = table(&p).Row(p.Name, *t.labels.of(keyOf(req.URL), never, label))
+			rt.row = table(&p).Row(p.Name, *t.labels.of(keyOf(req.URL), never, label), facts)
 		}
 		resp, _, _, err := rt.fly(req.Context(), req, req.Body, 0, 0)
 		return resp, err
@@ -166,7 +166,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if p.Name != "" {
 			p.Host = *t.labels.of(key, never, label)
-			rt.row = table(&p).Row(p.Name, p.Host)
+			rt.row = table(&p).Row(p.Name, p.Host, facts)
 		}
 		if h := t.Hedge; h != nil && h.hedges() > 0 {
 			rt.hedge = h.hosts.of(key, never, newHedgeHost)
@@ -211,7 +211,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return rt.resp, nil
 	case rt.bare != nil:
 		return nil, rt.bare
-	case last != nil && !last.waited && !(last.drained && req.Context().Err() != nil):
+	case last != nil && !last.waited:
 		return last.Response, nil // gave up on a status before any wait started
 	case last != nil:
 		last.Response.Body.Close()
@@ -308,11 +308,12 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 	rt.last = nil
 	var resp *http.Response
 	var err error
-	answer, delay := false, rt.hedgeDelay()
+	answer, delay, hedges := false, rt.hedgeDelay(), 0
 	if delay > 0 || rt.t.AttemptTimeout > 0 || rt.lat != nil {
 		var sends int
 		resp, answer, sends, err = rt.fly(ctx, req, body, delay, rt.sends)
 		rt.sends += sends
+		hedges = sends - 1
 	} else {
 		if rt.sends > 0 { // a retry: a shallow copy with the fresh body, that says it is a resend
 			req = req.WithContext(withResend(ctx, rt.sends))
@@ -323,15 +324,49 @@ func (rt *roundTrip) attempt(ctx context.Context) error {
 	}
 	switch {
 	case err != nil:
-		return rt.failed(ctx, err)
+		if err = rt.failed(ctx, err); hedges > 0 {
+			err = &hedgedError{err, hedges}
+		}
+		return err
 	case delay == 0:
 		answer = rt.answers(ctx, resp)
 	}
 	if answer {
 		rt.resp = resp
-		return nil
+		return stats.AnswerOf(stats.ClassOf(resp.StatusCode), hedges) // retry.Do's success, with its class
 	}
-	return rt.answered(ctx, resp)
+	return rt.answered(ctx, resp, hedges)
+}
+
+// hedgedError is the error of an attempt whose copies all failed without
+// a response, when it sent hedges: it says how many, for the call's
+// count of hedges, and is otherwise the error as judged (errors.Is and
+// errors.As see through it, as retry.Do's own tests of an error do).
+type hedgedError struct {
+	error
+	hedges int
+}
+
+func (e *hedgedError) Unwrap() error { return e.error }
+
+// facts says, for an error an attempt returned, what RoundTrip returns
+// should the call end on it, by class, and the hedges the attempt sent:
+// the stats.Facts of the rows httpretry counts in. It follows RoundTrip's
+// choice after retry.Do: the response of a status error, unless a wait
+// began after it; no response for any other error.
+func facts(err error) (class, hedges int) {
+	var he *hedgedError
+	if errors.As(err, &he) {
+		hedges = he.hedges
+	}
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return stats.NoResponse, hedges
+	}
+	if se.waited {
+		return stats.NoResponse, se.hedges
+	}
+	return stats.ClassOf(se.Response.StatusCode), se.hedges
 }
 
 // firstWait is the first wait of a Policy whose Curve leaves BaseDelay
@@ -381,8 +416,8 @@ func (rt *roundTrip) failed(ctx context.Context, err error) error {
 
 // answered judges a response that is not the answer: the retried status
 // as an error, with a Retry-After's wait when it names one.
-func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
-	se := &StatusError{Response: resp}
+func (rt *roundTrip) answered(ctx context.Context, resp *http.Response, hedges int) error {
+	se := &StatusError{Response: resp, hedges: hedges}
 	if ctx.Err() != nil {
 		rt.last = se // retry.Do gives up on it, and RoundTrip returns it as is
 		return se
@@ -400,6 +435,11 @@ func (rt *roundTrip) answered(ctx context.Context, resp *http.Response) error {
 	}
 	se.drain(ctx)
 	rt.last = se
+	if ctx.Err() != nil { // ended during the drain: retry.Do gives up, and RoundTrip returns no response
+		se.waited = true
+		resp.Body.Close()
+		return se
+	}
 	if obey {
 		return retry.After(backoff.AddJitter(wait, max(wait/2, time.Second)), se)
 	}

@@ -40,11 +40,12 @@ import (
 type Loop struct {
 	p       Policy
 	s       backoff.Schedule
-	made    bool      // by NewLoop, or by the first use of a zero Loop
-	start   time.Time // NewLoop or the last Reset
-	attempt int       // Wait returned true this many times since start
-	waits   int       // waits started since start
-	started bool      // the first Wait is over: every later one waits
+	made    bool          // by NewLoop, or by the first use of a zero Loop
+	start   time.Time     // NewLoop or the last Reset
+	attempt int           // Wait returned true this many times since start
+	waits   int           // waits started since start
+	delay   time.Duration // their time, as waited, under a Name
+	started bool          // the first Wait is over: every later one waits
 	err     error
 	timer   *time.Timer
 }
@@ -111,7 +112,9 @@ func (l *Loop) Wait(ctx context.Context) bool {
 	l.waits++
 	cause := sleep(ctx, &l.timer, wait)
 	if l.p.Name != "" {
-		l.p.row().Waited(time.Since(now))
+		d := time.Since(now)
+		l.p.row().Waited(d)
+		l.delay += d
 	}
 	if cause != nil { // a wait started
 		return l.stop(ctx, cause)
@@ -130,9 +133,14 @@ func (l *Loop) attempted() {
 	}
 }
 
+// call is the run's, for its End: its attempts counted as they started.
+func (l *Loop) call() *call {
+	return &call{attempts: l.attempt, counted: true, waits: l.waits, delay: l.delay}
+}
+
 // stop ends the loop with cause, and returns false.
 func (l *Loop) stop(ctx context.Context, cause error) bool {
-	l.err = l.p.giveUp(ctx, nil, l.attempt, 0, l.waits, l.start, cause)
+	l.err = l.p.giveUp(ctx, nil, l.call(), l.start, cause)
 	return false
 }
 
@@ -150,10 +158,10 @@ func (l *Loop) Reset() {
 		if l.waits > 0 { // as the table counts retries: the waits started
 			o = SucceededAfterRetries
 		}
-		l.p.ended(o, l.attempt, 0, l.start, -1, nil, nil)
+		l.p.ended(o, l.call(), l.start, -1, nil, nil)
 	}
 	l.s.Reset()
-	l.attempt, l.waits, l.err, l.start = 0, 0, nil, time.Now()
+	l.attempt, l.waits, l.delay, l.err, l.start = 0, 0, 0, nil, time.Now()
 }
 
 // Override makes the next wait d instead of the Schedule's: a server's

@@ -112,16 +112,16 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 		return errNilContext
 	case ctx.Err() != nil:
 		if p.Name != "" || p.OnDone != nil {
-			p.ended(FailedWithoutRetry, 0, 0, time.Time{}, 0, nil, context.Cause(ctx))
+			p.ended(FailedWithoutRetry, &call{}, time.Time{}, 0, nil, context.Cause(ctx))
 		}
 		return context.Cause(ctx)
 	}
 	start := time.Now()
 	err := fn(ctx)
-	if err == nil {
+	if a, ok := succeeded(err); ok {
 		p.earn()
 		if p.Name != "" || p.OnDone != nil {
-			p.ended(SucceededAtOnce, 1, 1, start, -1, nil, nil)
+			p.ended(SucceededAtOnce, &call{attempts: 1, hedges: a.Hedges(), class: a.Class()}, start, -1, nil, nil)
 		}
 		return nil
 	}
@@ -161,56 +161,83 @@ func retrying(ctx context.Context, p *Policy, fn func(context.Context) error, st
 		row = p.row()
 	}
 	var timer *time.Timer
-	attempts, attemptStart := 1, start
+	c, attemptStart := call{attempts: 1, hedges: hedgesOf(row, err)}, start
 	for {
-		if cause, final := p.final(ctx, err, attempts > 1); final { // 1, 2
-			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, cause)
+		if cause, final := p.final(ctx, err, c.attempts > 1); final { // 1, 2
+			return p.giveUp(ctx, err, &c, start, cause)
 		}
 		if d, ok := waitOf(err); ok { // 3
 			s.Override(d)
 		}
 		wait, ok := s.Next()
 		if !ok {
-			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, s.Err())
+			return p.giveUp(ctx, err, &c, start, s.Err())
 		}
 		var now time.Time
 		if hasDeadline || hooked || row != nil {
 			now = time.Now()
 		}
 		if hasDeadline && !fits(now, wait, now.Sub(attemptStart), deadline) { // 4
-			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, backoff.ErrDeadline)
+			return p.giveUp(ctx, err, &c, start, backoff.ErrDeadline)
 		}
 		if p.Budget != nil && !p.Budget.Allow() { // 5
-			return p.giveUp(ctx, err, attempts, attempts, attempts-1, start, ErrBudget)
+			return p.giveUp(ctx, err, &c, start, ErrBudget)
 		}
 		if hooked { // 6
-			p.notify(ctx, Event{Attempt: attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
+			p.notify(ctx, Event{Attempt: c.attempts, Err: err, Wait: wait, Elapsed: now.Sub(start)})
 			if row != nil { // the hooks' time is not the wait's
 				now = time.Now()
 			}
 		}
 		cause := sleep(ctx, &timer, wait)
+		c.waits++
 		if row != nil {
-			row.Waited(time.Since(now))
+			d := time.Since(now)
+			row.Waited(d)
+			c.delay += d
 		}
 		if cause != nil { // a wait started: a call with a retry, though none was attempted
-			return p.giveUp(ctx, err, attempts, attempts, attempts, start, cause)
+			return p.giveUp(ctx, err, &c, start, cause)
 		}
-		attempts++
+		c.attempts++
 		if hasDeadline {
 			// The attempt starts as the wait ends: a timer that fires late
 			// counts against the attempt, on the safe side of rule 4.
 			attemptStart = now.Add(wait)
 		}
-		if err = fn(ctx); err == nil {
+		err = fn(ctx)
+		if a, ok := succeeded(err); ok {
 			p.earn()
 			p.Budget.giveBack()
 			if p.Name != "" || p.OnDone != nil {
-				p.ended(SucceededAfterRetries, attempts, attempts, start, -1, nil, nil)
+				c.hedges, c.class = c.hedges+a.Hedges(), a.Class()
+				p.ended(SucceededAfterRetries, &c, start, -1, nil, nil)
 			}
 			return nil
 		}
+		c.hedges += hedgesOf(row, err)
 	}
+}
+
+// succeeded reports whether fn's err is a success: nil, or the Answer
+// that httpretry's attempt returns for a response, which says its class
+// and hedges for the table.
+func succeeded(err error) (stats.Answer, bool) {
+	if err == nil {
+		return 0, true
+	}
+	a, ok := err.(stats.Answer)
+	return a, ok
+}
+
+// hedgesOf is the hedges of the attempt that failed with err, as its
+// row's Facts say: httpretry's.
+func hedgesOf(row *stats.Row, err error) int {
+	if row == nil || row.Facts() == nil {
+		return 0
+	}
+	_, hedges := row.Facts()(err)
+	return hedges
 }
 
 // final reports whether Do gives up on err whatever the Schedule says, and
@@ -306,10 +333,10 @@ func (p *Policy) notify(ctx context.Context, e Event) {
 
 // giveUp builds the Error that ends a sequence after waits started, and
 // logs it.
-func (p *Policy) giveUp(ctx context.Context, err error, attempts, uncounted, waits int, start time.Time, cause error) error {
-	e := &Error{Err: err, Attempts: attempts, Elapsed: time.Since(start), Cause: cause}
+func (p *Policy) giveUp(ctx context.Context, err error, c *call, start time.Time, cause error) error {
+	e := &Error{Err: err, Attempts: c.attempts, Elapsed: time.Since(start), Cause: cause}
 	if p.Name != "" || p.OnDone != nil {
-		p.ended(outcome(waits), attempts, uncounted, start, e.Elapsed, err, cause)
+		p.ended(outcome(c.waits), c, start, e.Elapsed, err, cause)
 	}
 	if p.Logger != nil && p.Logger.Enabled(ctx, slog.LevelWarn) {
 		attrs := [4]slog.Attr{slog.Int("attempts", e.Attempts), slog.Duration("elapsed", e.Elapsed)}

@@ -87,12 +87,67 @@ type Counts struct {
 	HedgesWon       uint64 `json:"hedges_won"`
 	AttemptTimeouts uint64 `json:"attempt_timeouts"`
 
+	// httpretry's only: its calls by what RoundTrip returned. A call that
+	// ends on a status not retried (a 404, a 501) is, by Outcome, a
+	// success: it got its answer, and it earns the budget as one; Status
+	// tells the 4xx and 5xx apart.
+	Status Status `json:"status"`
+
+	// The calls that ended, each counted once as it returned, by how many
+	// retries it made (waits started, as Retries counts them), how many
+	// hedges it sent (httpretry's; 0 for the rest), and how long it waited
+	// in all (as Waited counts it): gRPC A96's grpc.client.call.retries
+	// and grpc.client.call.retry_delay, per call. Retries and Waited count
+	// each wait as it ends, so that a call still running shows its waits;
+	// these count a call once it has returned, so that they can be asked
+	// "how many calls needed three retries".
+	RetriesPerCall PerCall `json:"retries_per_call"`
+	HedgesPerCall  PerCall `json:"hedges_per_call"`
+	RetryDelay     Delays  `json:"retry_delay"`
+
 	// Tokens is the retries the row's Budget would allow now (+Inf for
 	// one that never refuses), or NaN when no call counted here had a
 	// Budget; of several, the one its last call counted. A name's total
 	// holds its rows' sum, so a Budget that several rows share counts once
 	// in each.
 	Tokens float64 `json:"-"`
+}
+
+// Status counts httpretry's calls by what RoundTrip returned: a response,
+// by the class of its status code, or an error (NoResponse: every copy
+// failed, a wait began after the last response, or the context ended
+// first). A call of retry's own counts in none of them.
+type Status struct {
+	S2xx       uint64 `json:"2xx"` // 200–299, and a 1xx that ended the exchange (101 Switching Protocols)
+	S3xx       uint64 `json:"3xx"` // a redirect the Client did not follow, 304 Not Modified
+	S4xx       uint64 `json:"4xx"` // 400–499 returned: not retried (404), or a retried 429 out of retries
+	S5xx       uint64 `json:"5xx"` // 500 and above returned: not retried (501, 505), or retried and out of retries
+	NoResponse uint64 `json:"no_response"`
+}
+
+// PerCallBounds are the upper bounds of [PerCall]'s Counts but the last,
+// as an OpenTelemetry histogram's explicit bounds.
+var PerCallBounds = stats.PerCallBounds
+
+// PerCall is a histogram of a number per call: Counts[i] is the calls
+// that counted i, for i up to 4, and Counts[5] those that counted 5 or
+// more; Sum is the numbers' sum. In JSON, {"counts": [...], "sum": n}.
+type PerCall struct {
+	Counts [len(stats.PerCallBounds) + 1]uint64 `json:"counts"`
+	Sum    uint64                               `json:"sum"`
+}
+
+// DelayBounds are the upper bounds of [Delays]'s Counts but the last, in
+// seconds: 0 (the calls that never waited), 1ms, 5ms, … 60s.
+var DelayBounds = stats.DelayBounds
+
+// Delays is a histogram of the time each call waited: Counts[i] is the
+// calls whose waits came to at most DelayBounds[i] seconds and more than
+// the bound before it, and the last count those above 60s; Sum is the
+// time's sum. In JSON, {"counts": [...], "sum_ns": n}.
+type Delays struct {
+	Counts [len(stats.DelayBounds) + 1]uint64 `json:"counts"`
+	Sum    time.Duration                      `json:"sum_ns"`
 }
 
 // Calls returns every call counted: the four outcomes together.
@@ -120,7 +175,10 @@ func countsOf(c stats.Counts) Counts {
 		Attempts: c.Attempts, Retries: c.Retries, Waited: c.Waited, Took: c.Took,
 		GaveUp: GaveUp{MaxRetries: g.MaxRetries, MaxElapsed: g.MaxElapsed, Deadline: g.Deadline,
 			Budget: g.Budget, Context: g.Context, NotRetryable: g.NotRetryable},
-		Hedges: c.Hedges, HedgesWon: c.HedgesWon, AttemptTimeouts: c.AttemptTimeouts, Tokens: c.Tokens,
+		Hedges: c.Hedges, HedgesWon: c.HedgesWon, AttemptTimeouts: c.AttemptTimeouts,
+		Status:         Status(c.Status),
+		RetriesPerCall: PerCall(c.RetriesPerCall), HedgesPerCall: PerCall(c.HedgesPerCall),
+		RetryDelay: Delays(c.RetryDelay), Tokens: c.Tokens,
 	}
 }
 
@@ -175,31 +233,47 @@ type Done struct {
 	Cause    error         // why it stopped, as Error.Cause; nil after a success
 }
 
-// ended counts a call's end under p.Name, and tells p.OnDone. It reads the
-// clock only for OnDone or for a call that did not succeed at once, whose
-// time the table counts; took is that time when the caller has it, or
-// -1. Of its attempts, the table is told the uncounted: a Loop counts
-// each as it starts.
-func (p *Policy) ended(outcome Outcome, attempts, uncounted int, start time.Time, took time.Duration, err, cause error) {
+// call is what a call did, for its End.
+type call struct {
+	attempts int           // fn called (a Loop: Wait returned true)
+	counted  bool          // its attempts counted as they started, as a Loop's are
+	waits    int           // waits started
+	delay    time.Duration // their time, as waited: read only under a Name
+	hedges   int           // httpretry's copies beyond each attempt's first
+	class    int           // what httpretry returned, for a success: its Answer's
+}
+
+// ended counts a call's end under p.Name, in one stats.End, and tells
+// p.OnDone. It reads the clock only for OnDone or for a call that did not
+// succeed at once, whose time the table counts; took is that time when
+// the caller has it, or -1. A call that failed takes its class from its
+// row's Facts: httpretry's, which say what RoundTrip returns for err.
+func (p *Policy) ended(outcome Outcome, c *call, start time.Time, took time.Duration, err, cause error) {
 	if took < 0 && (p.OnDone != nil || outcome != SucceededAtOnce) {
 		took = time.Since(start)
 	}
 	if p.Name != "" {
 		r := p.row()
-		if outcome == SucceededAtOnce && uncounted == 1 {
-			r.SucceededAtOnce()
-		} else {
-			r.Done(int(outcome), uncounted, took, causeOf(cause, outcome))
+		e := stats.End{
+			Outcome: int(outcome), Cause: causeOf(cause, outcome), Attempts: c.attempts,
+			Retries: c.waits, Delay: c.delay, Took: took, Hedges: c.hedges, Class: c.class,
 		}
+		if c.counted {
+			e.Attempts = 0
+		}
+		if f := r.Facts(); f != nil && (outcome == FailedWithoutRetry || outcome == FailedAfterRetries) {
+			e.Class, _ = f(err)
+		}
+		r.End(e)
 	}
 	if p.OnDone != nil {
-		p.OnDone(Done{Outcome: outcome, Attempts: attempts, Elapsed: took, Err: err, Cause: cause})
+		p.OnDone(Done{Outcome: outcome, Attempts: c.attempts, Elapsed: took, Err: err, Cause: cause})
 	}
 }
 
 // row is p's row in the table, with its Budget as the row's gauge.
 func (p *Policy) row() *stats.Row {
-	r := p.table().Row(p.Name, p.Host)
+	r := p.table().Row(p.Name, p.Host, nil)
 	if p.Budget != nil {
 		r.Budget(p.Budget)
 	}

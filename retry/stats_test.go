@@ -87,6 +87,14 @@ func TestStatsCounts(t *testing.T) {
 			Waited:                2*time.Second + 2*time.Second + time.Second + time.Second + 300*time.Millisecond + time.Second + 2*time.Second,
 			Took:                  2*time.Second + 2*time.Second + time.Second + time.Second + 300*time.Millisecond + time.Second + 2*time.Second,
 			GaveUp:                retry.GaveUp{MaxRetries: 2, MaxElapsed: 1, Deadline: 1, Budget: 1, Context: 2, NotRetryable: 1},
+			// By call: no retry (4 at once, Permanent, the budget, the
+			// context before fn), 1 (MaxElapsed, the deadline, mid-wait, the
+			// Loop's first run), 2 (Do, MaxRetries, the Loop's second run).
+			RetriesPerCall: retry.PerCall{Counts: [6]uint64{7, 4, 3}, Sum: 4 + 3*2},
+			HedgesPerCall:  retry.PerCall{Counts: [6]uint64{14}},
+			// Waited by call: 0 (7 calls); 300ms (at most 0.5s); 1s (3, at
+			// most 1s); 2s (3, at most 2.5s).
+			RetryDelay: retry.Delays{Counts: [16]uint64{0: 7, 8: 1, 9: 3, 10: 3}, Sum: 9*time.Second + 300*time.Millisecond},
 		}
 		got.Tokens, want.Tokens = 0, 0 // the budget's gauge: TestStatsTokens
 		if got != want {

@@ -9,14 +9,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Counts are the cumulative counts of the calls made under one name (and,
@@ -42,12 +43,54 @@ type Counts struct {
 	HedgesWon       uint64 `json:"hedges_won"`
 	AttemptTimeouts uint64 `json:"attempt_timeouts"`
 
+	// httpretry's only: the calls by the status class of what RoundTrip
+	// returned.
+	Status Status `json:"status"`
+
+	// The calls that ended, by how many retries each made (waits started),
+	// how many hedges each sent, and how long each waited in all.
+	RetriesPerCall PerCall `json:"retries_per_call"`
+	HedgesPerCall  PerCall `json:"hedges_per_call"`
+	RetryDelay     Delays  `json:"retry_delay"`
+
 	// Tokens is the retries the row's Budget would allow now (+Inf for
 	// one that never refuses), or NaN when no call counted here had a
 	// Budget; of several, the one its last call counted. A name's total
 	// holds its rows' sum, so a Budget that several rows share counts once
 	// in each.
 	Tokens float64 `json:"-"`
+}
+
+// Status counts httpretry's calls by what RoundTrip returned: a response,
+// by its status class, or an error.
+type Status struct {
+	S2xx       uint64 `json:"2xx"` // 1xx (101 Switching Protocols) and 2xx
+	S3xx       uint64 `json:"3xx"`
+	S4xx       uint64 `json:"4xx"`
+	S5xx       uint64 `json:"5xx"` // 500 and above
+	NoResponse uint64 `json:"no_response"`
+}
+
+// PerCallBounds are the upper bounds of PerCall's counts but the last.
+var PerCallBounds = [...]float64{0, 1, 2, 3, 4}
+
+// PerCall is a histogram of a count per call: Counts[i] the calls that
+// counted i, the last those that counted 5 or more; Sum the counts' sum.
+type PerCall struct {
+	Counts [len(PerCallBounds) + 1]uint64 `json:"counts"`
+	Sum    uint64                         `json:"sum"`
+}
+
+// DelayBounds are the upper bounds of Delays's counts but the last, in
+// seconds, as OpenTelemetry's histograms write them.
+var DelayBounds = [...]float64{0, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// Delays is a histogram of the time each call waited: Counts[i] the calls
+// whose wait was at most DelayBounds[i] seconds (and above the bound
+// before), the last those above 60s; Sum the waits' sum.
+type Delays struct {
+	Counts [len(DelayBounds) + 1]uint64 `json:"counts"`
+	Sum    time.Duration                `json:"sum_ns"`
 }
 
 // GaveUp counts the calls that failed by why they stopped, as
@@ -85,6 +128,17 @@ func (c *Counts) add(d Counts) {
 	c.Hedges += d.Hedges
 	c.HedgesWon += d.HedgesWon
 	c.AttemptTimeouts += d.AttemptTimeouts
+	c.Status.S2xx += d.Status.S2xx
+	c.Status.S3xx += d.Status.S3xx
+	c.Status.S4xx += d.Status.S4xx
+	c.Status.S5xx += d.Status.S5xx
+	c.Status.NoResponse += d.Status.NoResponse
+	c.RetriesPerCall.add(d.RetriesPerCall)
+	c.HedgesPerCall.add(d.HedgesPerCall)
+	for i, n := range d.RetryDelay.Counts {
+		c.RetryDelay.Counts[i] += n
+	}
+	c.RetryDelay.Sum += d.RetryDelay.Sum
 	switch {
 	case math.IsNaN(c.Tokens):
 		c.Tokens = d.Tokens
@@ -93,7 +147,14 @@ func (c *Counts) add(d Counts) {
 	}
 }
 
-// Outcomes, as Row.Done takes them.
+func (h *PerCall) add(d PerCall) {
+	for i, n := range d.Counts {
+		h.Counts[i] += n
+	}
+	h.Sum += d.Sum
+}
+
+// Outcomes, as End.Outcome says them.
 const (
 	SucceededAtOnce = iota
 	SucceededAfterRetries
@@ -101,7 +162,7 @@ const (
 	FailedAfterRetries
 )
 
-// Causes, as Row.Done takes them.
+// Causes, as End.Cause says them.
 const (
 	NoCause = iota // a success
 	MaxRetries
@@ -113,12 +174,74 @@ const (
 	causes
 )
 
+// Classes of what an httpretry call returned, as End.Class says them;
+// NotHTTP for a call of retry's.
+const (
+	NotHTTP = iota
+	Class2xx
+	Class3xx
+	Class4xx
+	Class5xx
+	NoResponse
+	classes
+)
+
+// ClassOf is the class of a response's status code.
+func ClassOf(code int) int {
+	switch {
+	case code < 300:
+		return Class2xx
+	case code < 400:
+		return Class3xx
+	case code < 500:
+		return Class4xx
+	}
+	return Class5xx
+}
+
+// An End is how one call ended: the one value its counts are made from,
+// told to Row.End once, as the call returns.
+type End struct {
+	Outcome  int           // SucceededAtOnce, …
+	Cause    int           // NoCause for a success, or why it stopped
+	Attempts int           // its attempts not already counted by Row.Attempt
+	Retries  int           // waits started
+	Delay    time.Duration // the waits' time, as waited
+	Took     time.Duration // start to return; counted for a call that did not succeed at once
+	Hedges   int           // httpretry's copies sent beyond each attempt's first
+	Class    int           // NotHTTP, or what httpretry's RoundTrip returned
+}
+
+// An Answer is what httpretry's attempt returns to retry.Do for a response
+// that is the answer, in place of nil, so that the call's End can say its
+// class and hedges: a non-nil error that retry takes for success, never
+// shown to a user. Under 256 as an interface value, it costs no
+// allocation (the runtime keeps those boxed).
+type Answer uint8
+
+// AnswerOf is the Answer for a response of class c after hedges hedges
+// (at most 31 told).
+func AnswerOf(c, hedges int) Answer { return Answer(c | min(hedges, 31)<<3) }
+
+func (a Answer) Error() string { return "httpretry: answered" }
+
+// Class and Hedges are what the Answer says.
+func (a Answer) Class() int  { return int(a & 7) }
+func (a Answer) Hedges() int { return int(a >> 3) }
+
+// Facts says, for an error an httpretry attempt returned, the class of
+// what RoundTrip returns should the call end on it (NoResponse once a
+// wait began after it), and the hedges the attempt sent. httpretry gives
+// it to the rows it counts in.
+type Facts func(err error) (class, hedges int)
+
 // A Row counts one name and host. Its methods are safe for concurrent use.
 type Row struct {
 	name, host string
-	atOnce     [stripes]stripe // calls that succeeded at once, striped: the happy path's count
+	facts      Facts           // httpretry's, for its rows; nil for retry's
+	atOnce     [stripes]stripe // calls that succeeded at once, by class, striped: the happy path's count
 	calls      [4]atomic.Uint64
-	attempts   atomic.Uint64 // the attempts of every call but those SucceededAtOnce counts
+	attempts   atomic.Uint64 // the attempts of every call but those atOnce counts
 	retries    atomic.Uint64
 	waited     atomic.Int64
 	took       atomic.Int64
@@ -126,38 +249,71 @@ type Row struct {
 	hedges     atomic.Uint64
 	hedgesWon  atomic.Uint64
 	timeouts   atomic.Uint64
+	class      [classes]atomic.Uint64 // the calls atOnce does not count, by class
+	perCall    [2]histogram           // retries, hedges: the calls atOnce does not count
+	delays     [len(DelayBounds) + 1]atomic.Uint64
+	delaySum   atomic.Int64
 	budget     atomic.Value // the interface{ Tokens() float64 } Budget last counted
 }
 
-// stripes spread the happy path's count over cache lines, chosen by where
-// the caller's stack is, so that goroutines on other processors rarely add
-// to the same line: BenchmarkDoNamedParallel in retry, 66ns a call on one
-// counter against 21ns with no Name.
+type histogram struct {
+	n   [len(PerCallBounds) + 1]atomic.Uint64
+	sum atomic.Uint64
+}
+
+func (h *histogram) add(v int) {
+	h.n[min(v, len(PerCallBounds))].Add(1)
+	h.sum.Add(uint64(v))
+}
+
+func (h *histogram) read(atOnce uint64) PerCall {
+	var p PerCall
+	for i := range h.n {
+		p.Counts[i] = h.n[i].Load()
+	}
+	p.Counts[0] += atOnce
+	p.Sum = h.sum.Load()
+	return p
+}
+
+// stripes spread the happy path's count over cache lines, one chosen at
+// random for each call (the runtime's per-thread generator), so that
+// goroutines on other processors rarely add to the same line:
+// BenchmarkDoNamedParallel in retry.
 const stripes = 16
 
 type stripe struct {
-	n atomic.Uint64
-	_ [56]byte
+	n [classes]atomic.Uint64
+	_ [64 - classes*8]byte
 }
 
-// SucceededAtOnce counts a call that succeeded at its first attempt: the
-// happy path's one atomic add.
-func (r *Row) SucceededAtOnce() {
-	var here byte
-	r.atOnce[uintptr(unsafe.Pointer(&here))>>12%stripes].n.Add(1)
-}
+// Facts returns the row's Facts: httpretry's, or nil.
+func (r *Row) Facts() Facts { return r.facts }
 
-// Done counts a call that ended otherwise: its outcome, its attempts (those
-// not counted already by Attempt), the time it took, and why it stopped.
-func (r *Row) Done(outcome, attempts int, took time.Duration, cause int) {
-	r.calls[outcome].Add(1)
-	r.Attempt(attempts)
-	if outcome != SucceededAtOnce {
-		r.took.Add(int64(max(took, 0)))
+// End counts a call that ended: the one place a call's counts are made.
+// A call that succeeded at its first attempt, without a hedge, is the
+// happy path's one atomic add; every other call counts each of its
+// numbers.
+func (r *Row) End(e End) {
+	if e.Outcome == SucceededAtOnce && e.Attempts == 1 && e.Retries == 0 && e.Hedges == 0 {
+		r.atOnce[rand.Uint32()%stripes].n[e.Class].Add(1)
+		return
 	}
-	if cause != NoCause {
-		r.gaveUp[cause].Add(1)
+	r.calls[e.Outcome].Add(1)
+	r.Attempt(e.Attempts)
+	if e.Outcome != SucceededAtOnce {
+		r.took.Add(int64(max(e.Took, 0)))
 	}
+	if e.Cause != NoCause {
+		r.gaveUp[e.Cause].Add(1)
+	}
+	r.class[e.Class].Add(1)
+	r.perCall[0].add(e.Retries)
+	r.perCall[1].add(e.Hedges)
+	delay := max(e.Delay, 0)
+	i, _ := slices.BinarySearch(DelayBounds[:], delay.Seconds())
+	r.delays[i].Add(1)
+	r.delaySum.Add(int64(delay))
 }
 
 // Attempt counts n attempts of a call not yet ended: a Loop counts each
@@ -168,7 +324,8 @@ func (r *Row) Attempt(n int) {
 	}
 }
 
-// Waited counts a wait, as long as it went.
+// Waited counts a wait, as long as it went, as it ends: the row's
+// retries and time waited, which a call that never ends shows too.
 func (r *Row) Waited(d time.Duration) {
 	r.retries.Add(1)
 	r.waited.Add(int64(max(d, 0)))
@@ -191,21 +348,26 @@ func (r *Row) Budget(b interface{ Tokens() float64 }) {
 	}
 }
 
-func (r *Row) sumAtOnce() (n uint64) {
-	for i := range r.atOnce {
-		n += r.atOnce[i].n.Load()
-	}
-	return n
-}
-
-// counts reads the row.
+// counts reads the row. Each count is a sum of counts that only grow, so
+// that it only grows, whatever the order they are read in.
 func (r *Row) counts() Counts {
-	atOnce := r.sumAtOnce()
+	var atOnce [classes]uint64
+	for i := range r.atOnce {
+		for c := range atOnce {
+			atOnce[c] += r.atOnce[i].n[c].Load()
+		}
+	}
+	var all uint64 // the calls at once, every class
+	for _, n := range atOnce {
+		all += n
+	}
+	class := func(c int) uint64 { return atOnce[c] + r.class[c].Load() }
 	c := Counts{
-		SucceededAtOnce:       r.calls[SucceededAtOnce].Load() + atOnce,
+		SucceededAtOnce:       r.calls[SucceededAtOnce].Load() + all,
 		SucceededAfterRetries: r.calls[SucceededAfterRetries].Load(),
 		FailedWithoutRetry:    r.calls[FailedWithoutRetry].Load(),
 		FailedAfterRetries:    r.calls[FailedAfterRetries].Load(),
+		Attempts:              all + r.attempts.Load(),
 		Retries:               r.retries.Load(),
 		Waited:                time.Duration(r.waited.Load()),
 		Took:                  time.Duration(r.took.Load()),
@@ -217,11 +379,19 @@ func (r *Row) counts() Counts {
 		Hedges:          r.hedges.Load(),
 		HedgesWon:       r.hedgesWon.Load(),
 		AttemptTimeouts: r.timeouts.Load(),
-		Tokens:          math.NaN(),
+		Status: Status{
+			S2xx: class(Class2xx), S3xx: class(Class3xx), S4xx: class(Class4xx), S5xx: class(Class5xx),
+			NoResponse: class(NoResponse),
+		},
+		RetriesPerCall: r.perCall[0].read(all),
+		HedgesPerCall:  r.perCall[1].read(all),
+		Tokens:         math.NaN(),
 	}
-	// Two counts that only grow, so that their sum only grows, whatever
-	// the order they are read in: a call that made no attempt adds nothing.
-	c.Attempts = atOnce + r.attempts.Load()
+	for i := range r.delays {
+		c.RetryDelay.Counts[i] = r.delays[i].Load()
+	}
+	c.RetryDelay.Counts[0] += all
+	c.RetryDelay.Sum = time.Duration(r.delaySum.Load())
 	if b, ok := r.budget.Load().(interface{ Tokens() float64 }); ok {
 		c.Tokens = b.Tokens()
 	}
@@ -250,21 +420,25 @@ type key struct{ name, host string }
 // Default is the process-wide table.
 var Default = &Table{}
 
-// Row returns the row for name and host, making it on first use. A row
-// found before is found again from a small cache keyed by where name's
-// bytes are, so that a Policy's constant name costs a load and a compare,
-// not a hash of the name (measured: BenchmarkDoNamed in retry).
-func (t *Table) Row(name, host string) *Row {
-	slot := &t.cache[(uintptr(unsafe.Pointer(unsafe.StringData(name)))^uintptr(unsafe.Pointer(unsafe.StringData(host))))>>3&255]
+// Row returns the row for name and host, making it on first use, with
+// facts (httpretry's; nil for retry's) when it makes it. A row found
+// before is found again from a small cache indexed by a hash of the two
+// strings, without a lock that the callers of every row would contend
+// on: BenchmarkDoNamedParallel in retry.
+func (t *Table) Row(name, host string, facts Facts) *Row {
+	slot := &t.cache[maphash.Comparable(seed, key{name, host})&255]
 	if r := slot.Load(); r != nil && r.name == name && r.host == host {
 		return r
 	}
-	r := t.row(name, host)
+	r := t.row(name, host, facts)
 	slot.Store(r)
 	return r
 }
 
-func (t *Table) row(name, host string) *Row {
+// seed is the cache's hash seed.
+var seed = maphash.MakeSeed()
+
+func (t *Table) row(name, host string, facts Facts) *Row {
 	t.mu.RLock()
 	r := t.rows[key{name, host}]
 	if r == nil && host != "" && t.hosts[name] >= MaxHosts {
@@ -285,14 +459,14 @@ func (t *Table) row(name, host string) *Row {
 	if host != "" && host != Other {
 		if t.hosts[name] >= MaxHosts {
 			if r = t.rows[key{name, Other}]; r == nil {
-				r = &Row{name: name, host: Other}
+				r = &Row{name: name, host: Other, facts: facts}
 				t.rows[key{name, Other}] = r
 			}
 			return r
 		}
 		t.hosts[name]++
 	}
-	r = &Row{name: name, host: host}
+	r = &Row{name: name, host: host, facts: facts}
 	t.rows[key{name, host}] = r
 	return r
 }
