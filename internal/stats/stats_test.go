@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"hash/maphash"
 	"maps"
 	"math"
 	"reflect"
@@ -634,7 +633,7 @@ func TestRowCacheSlots(t *testing.T) {
 	}
 	found := 0
 	for _, name := range names {
-		slot := &tb.cache[maphash.Comparable(seed, key{name, "h"})&255]
+		slot := &tb.cache[slotOf(name, "h")]
 		if r := slot.Load(); r == nil || r.name != name {
 			continue
 		}
