@@ -84,12 +84,116 @@ func TestStatsPerHost(t *testing.T) {
 		if a.SucceededAtOnce != 3 || a.SucceededAfterRetries != 2 || a.Attempts != 7 || a.Hedges != 2 || a.HedgesWon != 1 || a.AttemptTimeouts != 2 || a.Retries != 2 {
 			t.Errorf("a.example: %+v; want 3 at once, 2 after a retry, 7 attempts, 2 hedges of which 1 won, 2 timeouts, 2 retries", a)
 		}
+		// By what each returned, and per call: /timeout's hedge, of an
+		// attempt whose copies both failed, counts as /hedged's does.
+		if want := (retry.Status{S2xx: 4, S4xx: 1}); a.Status != want {
+			t.Errorf("a.example's status classes %+v, want %+v", a.Status, want)
+		}
+		if want := (retry.PerCall{Counts: [6]uint64{3, 2}, Sum: 2}); a.RetriesPerCall != want {
+			t.Errorf("a.example's retries per call %+v, want %+v (/retried, /timeout)", a.RetriesPerCall, want)
+		}
+		if want := (retry.PerCall{Counts: [6]uint64{3, 2}, Sum: 2}); a.HedgesPerCall != want {
+			t.Errorf("a.example's hedges per call %+v, want %+v (/hedged, /timeout)", a.HedgesPerCall, want)
+		}
+		if want := (retry.Delays{Counts: [16]uint64{0: 3, 9: 2}, Sum: 2 * time.Second}); a.RetryDelay != want {
+			t.Errorf("a.example's retry delay per call %+v, want %+v", a.RetryDelay, want)
+		}
 		bc := statsOf(name, "b.example:443")
+		if want := (retry.Status{S5xx: 2}); bc.Status != want {
+			t.Errorf("b.example's status classes %+v, want %+v: each returned its last 503", bc.Status, want)
+		}
 		if bc.FailedAfterRetries != 1 || bc.FailedWithoutRetry != 1 || bc.GaveUp.Budget != 2 || bc.Tokens != 0 {
 			t.Errorf("b.example: %+v; want one call failed after its retry and one without, both ended by the budget, 0 tokens", bc)
 		}
 		if total := retry.Stats.Of(name); total.Calls() != a.Calls()+bc.Calls() || total.Attempts != a.Attempts+bc.Attempts {
 			t.Errorf("the name's total %+v is not its hosts' sum", total)
+		}
+	})
+}
+
+// TestStatsStatusClasses: a call counts once, by what RoundTrip returned
+// to its caller: a response by its status class, whether retried or not,
+// or no response, when every attempt failed without one, a wait began
+// after the last response, or the context ended before any attempt.
+func TestStatsStatusClasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		name := unique("httpretry-test-status")
+		codes := map[string][]int{ // 0: a transport error
+			"/200": {200}, "/204": {204}, "/101": {101}, "/301": {301}, "/304": {304},
+			"/404": {404}, "/501": {501}, "/503-then-200": {503, 200}, "/503s": {503},
+			"/429s": {429}, "/refused": {0}, "/refused-then-200": {0, 200},
+		}
+		var mu sync.Mutex
+		sent := map[string]int{}
+		base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			script := codes[req.URL.Path]
+			code := script[min(sent[req.URL.Path], len(script)-1)]
+			sent[req.URL.Path]++
+			mu.Unlock()
+			if code == 0 {
+				return nil, errors.New("connection refused")
+			}
+			return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		})
+		p := constant(time.Second, 2)
+		p.Name, p.Budget = name, httpretry.NoBudget()
+		tr := &httpretry.Transport{Base: base, Policy: p}
+		want := map[string]retry.Status{}
+		for path, class := range map[string]string{
+			"/200": "2xx", "/204": "2xx", "/101": "2xx", "/301": "3xx", "/304": "3xx", "/404": "4xx",
+			"/501": "5xx", "/503-then-200": "2xx", "/503s": "5xx", "/429s": "4xx", "/refused": "none",
+			"/refused-then-200": "2xx",
+		} {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+strings.Trim(path, "/")+".example"+path, nil)
+			resp, err := tr.RoundTrip(req)
+			if (err == nil) != (class != "none") {
+				t.Fatalf("%s: %v, %v; want a response of %s", path, resp, err, class)
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+			var s retry.Status
+			switch class {
+			case "2xx":
+				s.S2xx = 1
+			case "3xx":
+				s.S3xx = 1
+			case "4xx":
+				s.S4xx = 1
+			case "5xx":
+				s.S5xx = 1
+			case "none":
+				s.NoResponse = 1
+			}
+			want[req.URL.Host+":80"] = s
+		}
+		// A 503 whose wait the context cut: its response was closed for the
+		// wait, and the caller gets the context's error.
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(500*time.Millisecond, cancel) // no deadline, so that the wait starts
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://cut.example/503s", nil)
+		if resp, err := tr.RoundTrip(req); err == nil {
+			t.Fatalf("a 503 whose wait the context cut: %v, want an error", resp.Status)
+		}
+		want["cut.example:80"] = retry.Status{NoResponse: 1}
+		// A context done before the first attempt.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		req, _ = http.NewRequestWithContext(done, http.MethodGet, "http://done.example/200", nil)
+		if _, err := tr.RoundTrip(req); err == nil {
+			t.Fatal("a context done before the first attempt: no error")
+		}
+		want["done.example:80"] = retry.Status{NoResponse: 1}
+
+		for host, w := range want {
+			if got := statsOf(name, host); got.Status != w || got.Calls() != 1 {
+				t.Errorf("%s: %d calls, status %+v; want 1, %+v", host, got.Calls(), got.Status, w)
+			}
+		}
+		total := retry.Stats.Of(name).Status
+		if n := total.S2xx + total.S3xx + total.S4xx + total.S5xx + total.NoResponse; n != uint64(len(want)) {
+			t.Errorf("the name's status classes %+v: %d calls, want %d", total, n, len(want))
 		}
 	})
 }
