@@ -16,8 +16,8 @@ import (
 func TestEndPerCall(t *testing.T) {
 	var r Row
 	for _, e := range []End{
-		{Outcome: SucceededAtOnce, Attempts: 1, Class: Class2xx},                      // the happy path
-		{Outcome: SucceededAtOnce, Attempts: 1, Hedges: 1, Class: Class2xx},           // a hedge won
+		{Outcome: SucceededAtOnce, Attempts: 1, Class: Class2xx},            // the happy path
+		{Outcome: SucceededAtOnce, Attempts: 1, Hedges: 1, Class: Class2xx}, // a hedge won
 		{Outcome: SucceededAfterRetries, Attempts: 2, Retries: 1, Delay: time.Second, Class: Class3xx},
 		{Outcome: SucceededAfterRetries, Attempts: 6, Retries: 5, Delay: time.Second + 1, Hedges: 7, Class: Class4xx},
 		{Outcome: FailedAfterRetries, Attempts: 4, Retries: 4, Delay: 61 * time.Second, Cause: MaxRetries, Class: Class5xx},
@@ -123,4 +123,3 @@ func TestEndJSON(t *testing.T) {
 		t.Error("a row with no Budget has Tokens")
 	}
 }
-
