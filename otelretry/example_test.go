@@ -83,7 +83,8 @@ func Example() {
 			// zeros are left out here.
 			if name, _ := p.Attributes.Value("retry.name"); name.AsString() == "example" && p.Value != 0 {
 				kind, _ := p.Attributes.Value("kind")
-				fmt.Printf("%s{%s} %d\n", m.Name, kind.AsString(), p.Value)
+				class, _ := p.Attributes.Value("status_class")
+				fmt.Printf("%s{%s%s} %d\n", m.Name, kind.AsString(), class.AsString(), p.Value)
 			}
 		}
 	}
@@ -93,6 +94,7 @@ func Example() {
 	// retry.calls{successful_with_retry} 1
 	// retry.attempts{} 2
 	// retry.retries{} 1
+	// retry.http.calls{2xx} 1
 }
 
 // A test reports a table of its own, beside any registration of
@@ -124,4 +126,35 @@ func ExampleRegisterTable() {
 	// Output:
 	// again: otelretry: already registered on this MeterProvider
 	// retry.attempts{retry.name=checkout} 1
+}
+
+// The histograms per call come from a producer given to the Reader: here,
+// how many retries each call of a table needed.
+func ExampleProducer() {
+	table := retry.NewTable()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(otelretry.Producer(table)))
+	sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+
+	p := retry.Policy{Name: "checkout", Table: table, Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}}}
+	busy := 2 // the first call fails twice, then succeeds; the next two at once
+	for range 3 {
+		retry.Do(context.Background(), p, func(context.Context) error {
+			if busy > 0 {
+				busy--
+				return errors.New("busy")
+			}
+			return nil
+		})
+	}
+
+	var rm metricdata.ResourceMetrics
+	reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == "retry.call.retries" {
+			p := m.Data.(metricdata.Histogram[int64]).DataPoints[0]
+			fmt.Println(p.Bounds, p.BucketCounts, p.Sum)
+		}
+	}
+	// Output:
+	// [0 1 2 3 4] [2 0 1 0 0 0] 2
 }

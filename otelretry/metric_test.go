@@ -414,6 +414,8 @@ func TestTransport(t *testing.T) {
 			"retry.hedges{" + hostA + "}":                              1,
 			"retry.hedges_won{" + hostA + "}":                          1,
 			"retry.attempt_timeouts{" + hostA + "}":                    2,
+			"retry.http.calls{" + hostA + ",status_class=2xx}":         4,
+			"retry.http.calls{" + hostA + ",status_class=4xx}":         1, // a 404: successful_without_retry, by kind
 		}
 		// The budget's gauge is what the table says (retry.Budget's rule,
 		// tested in retry): the retries that succeeded were given back, so
@@ -477,20 +479,24 @@ func TestTransport(t *testing.T) {
 			"retry.failing_calls.duration{" + hostB + "}":          1,
 			"retry.gave_up{" + hostB + ",cause=budget}":            2,
 			"retry.budget.tokens{" + hostB + "}":                   0,
+			"retry.http.calls{" + hostB + ",status_class=5xx}":     2, // each its last 503
 
-			"retry.calls{" + hostC + ",kind=failed_without_retry}": 1, // the certificate
-			"retry.calls{" + hostC + ",kind=failed_with_retry}":    2, // MaxRetries; the context, cancelled mid-wait
-			"retry.attempts{" + hostC + "}":                        1 + 3 + 1,
-			"retry.retries{" + hostC + "}":                         2 + 1,
-			"retry.delay{" + hostC + "}":                           seconds(2300 * time.Millisecond),
-			"retry.failing_calls.duration{" + hostC + "}":          seconds(2300 * time.Millisecond),
-			"retry.gave_up{" + hostC + ",cause=not_retryable}":     1,
-			"retry.gave_up{" + hostC + ",cause=max_retries}":       1,
-			"retry.gave_up{" + hostC + ",cause=context}":           1,
-			"retry.budget.tokens{" + hostC + "}":                   10 - 3,
+			"retry.calls{" + hostC + ",kind=failed_without_retry}":     1, // the certificate
+			"retry.calls{" + hostC + ",kind=failed_with_retry}":        2, // MaxRetries; the context, cancelled mid-wait
+			"retry.attempts{" + hostC + "}":                            1 + 3 + 1,
+			"retry.retries{" + hostC + "}":                             2 + 1,
+			"retry.delay{" + hostC + "}":                               seconds(2300 * time.Millisecond),
+			"retry.failing_calls.duration{" + hostC + "}":              seconds(2300 * time.Millisecond),
+			"retry.gave_up{" + hostC + ",cause=not_retryable}":         1,
+			"retry.gave_up{" + hostC + ",cause=max_retries}":           1,
+			"retry.gave_up{" + hostC + ",cause=context}":               1,
+			"retry.budget.tokens{" + hostC + "}":                       10 - 3,
+			"retry.http.calls{" + hostC + ",status_class=5xx}":         1, // MaxRetries: the last 503
+			"retry.http.calls{" + hostC + ",status_class=no_response}": 2, // the certificate; mid-wait
 
 			"retry.calls{" + hostD + ",kind=successful_without_retry}": 1,
 			"retry.attempts{" + hostD + "}":                            1,
+			"retry.http.calls{" + hostD + ",status_class=2xx}":         1,
 			// no budget.tokens point: NoBudget never refuses, and has no count to tell
 		})
 		same(t, "httpretry", points(t, reader, name), want)
@@ -549,6 +555,7 @@ func TestInstruments(t *testing.T) {
 		"retry.calls": "{call}", "retry.attempts": "{attempt}", "retry.retries": "{retry}", "retry.delay": "s",
 		"retry.failing_calls.duration": "s", "retry.gave_up": "{call}", "retry.hedges": "{hedge}",
 		"retry.hedges_won": "{hedge}", "retry.attempt_timeouts": "{request}", "retry.budget.tokens": "{retry}",
+		"retry.http.calls": "{call}",
 	}
 	got := map[string]string{}
 	for _, sm := range rm.ScopeMetrics {
@@ -578,7 +585,8 @@ func TestInstruments(t *testing.T) {
 	}
 	// One retry without a wait: every instrument but the hedges', the
 	// timeouts' and the delay's has a point, and the duration may read 0.
-	for _, m := range []string{"retry.hedges", "retry.hedges_won", "retry.attempt_timeouts", "retry.delay", "retry.failing_calls.duration"} {
+	// retry.http.calls has points only from other tests' hosts.
+	for _, m := range []string{"retry.hedges", "retry.hedges_won", "retry.attempt_timeouts", "retry.delay", "retry.failing_calls.duration", "retry.http.calls"} {
 		got[m] = want[m]
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -28,8 +28,8 @@
 // at its first value would hide the first burst of give-ups in a process,
 // and on each new host. The SDK holds at most 2,000 points an instrument
 // by default, and folds the rest into one with otel.metric.overflow=true:
-// a row makes 6 points of retry.gave_up (one a cause) and 4 of
-// retry.calls, so a process with more than 333 rows, over all its names
+// a row makes 6 points of retry.gave_up (one a cause), 5 of
+// retry.http.calls and 4 of retry.calls, so a process with more than 333 rows, over all its names
 // and their hosts, needs sdkmetric.WithCardinalityLimit. The names, and the
 // anchor each follows so that a dashboard built on it reads them:
 //
@@ -55,16 +55,23 @@
 //	                                         (Envoy's upstream_rq_per_try_timeout)
 //	retry.budget.tokens           {retry}    a gauge: the retries the row's Budget would allow now
 //	                                         (Finagle's retries/budget; Envoy's remaining_retries)
+//	retry.http.calls              {call}     httpretry's calls, status_class: 2xx, 3xx, 4xx, 5xx,
+//	                                         no_response, by what RoundTrip returned (a row with a
+//	                                         host only; a 404 is a successful_without_retry kind,
+//	                                         and a 4xx here)
+//
+// The distributions per call, retries, hedges and the time waited, are
+// histograms that [Producer] reports to a Reader beside these.
 //
 // The counters are observable counters, cumulative, of the table's own
 // sums: the mean time a failing call took is retry.failing_calls.duration
 // over retry.calls without kind successful_without_retry, and the rate at
 // which calls are exhausted, which a production checklist alerts on, is
 // retry.gave_up with cause max_retries, max_elapsed, deadline or budget
-// over retry.calls (the README writes it in PromQL). The time
-// waited is a counter, not a histogram: the table keeps sums, not each
-// call's wait, and a histogram of each call would need a hook in every
-// Policy, where this package needs none. The gauge has no point for a row
+// over retry.calls (the README writes it in PromQL). retry.retries and
+// retry.delay count each wait as it ends, so that a call still waiting
+// shows; the histograms of [Producer] count each call once it has
+// returned. The gauge has no point for a row
 // with no Budget (the table's NaN), nor for a Budget that never refuses
 // (httpretry.NoBudget; +Inf in the table), which has no number of retries
 // left to tell: a point there, as the largest float64, would wreck every
@@ -108,9 +115,14 @@ const (
 	keyName    = attribute.Key("retry.name")
 	keyKind    = attribute.Key("kind")
 	keyCause   = attribute.Key("cause")
+	keyClass   = attribute.Key("status_class")
 	keyAddress = semconv.ServerAddressKey
 	keyPort    = semconv.ServerPortKey
 )
+
+// classes are the values of status_class, in the order of retry.Status's
+// fields.
+var classes = [...]string{"2xx", "3xx", "4xx", "5xx", "no_response"}
 
 // causes are the values of cause, in the order of retry.GaveUp's fields.
 var causes = [...]string{"max_retries", "max_elapsed", "deadline", "budget", "context", "not_retryable"}
@@ -154,7 +166,7 @@ func RegisterTable(mp metric.MeterProvider, t *retry.Table) (metric.Registration
 		}
 	}
 	m := mp.Meter(scope)
-	var errs [10]error
+	var errs [11]error
 	o := &observer{table: t, rows: map[rowKey]*rowAttrs{}}
 	o.calls, errs[0] = m.Int64ObservableCounter("retry.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls made under a retry Policy's Name, by kind: how they ended."))
@@ -176,11 +188,13 @@ func RegisterTable(mp metric.MeterProvider, t *retry.Table) (metric.Registration
 		metric.WithDescription("Requests cancelled for taking longer than the attempt timeout to their response headers."))
 	o.tokens, errs[9] = m.Float64ObservableGauge("retry.budget.tokens", metric.WithUnit("{retry}"),
 		metric.WithDescription("Retries the retry budget would allow now."))
+	o.statuses, errs[10] = m.Int64ObservableCounter("retry.http.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("HTTP calls by what the transport returned: status_class 2xx, 3xx, 4xx, 5xx, or no_response."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	reg, err := m.RegisterCallback(o.observe, o.calls, o.attempts, o.retries, o.delay, o.took,
-		o.gaveUp, o.hedges, o.hedgesWon, o.timeouts, o.tokens)
+		o.gaveUp, o.hedges, o.hedgesWon, o.timeouts, o.tokens, o.statuses)
 	if err != nil || !keyed {
 		return reg, err
 	}
@@ -237,6 +251,7 @@ func (r *registration) Unregister() error {
 type observer struct {
 	calls, attempts, retries, gaveUp metric.Int64ObservableCounter
 	hedges, hedgesWon, timeouts      metric.Int64ObservableCounter
+	statuses                         metric.Int64ObservableCounter
 	delay, took                      metric.Float64ObservableCounter
 	tokens                           metric.Float64ObservableGauge
 	table                            *retry.Table
@@ -252,6 +267,7 @@ type rowAttrs struct {
 	row    []metric.ObserveOption
 	kinds  [4][]metric.ObserveOption
 	causes [len(causes)][]metric.ObserveOption
+	status [len(classes)][]metric.ObserveOption // a row with a host's
 }
 
 // observe reports every row of retry.Stats.
@@ -274,6 +290,12 @@ func (o *observer) observe(_ context.Context, obs metric.Observer) error {
 		count(obs, o.timeouts, c.AttemptTimeouts, a.row)
 		if t, ok := gauge(c.Tokens); ok {
 			obs.ObserveFloat64(o.tokens, t, a.row...)
+		}
+		if host != "" {
+			s := c.Status
+			for class, n := range [...]uint64{s.S2xx, s.S3xx, s.S4xx, s.S5xx, s.NoResponse} {
+				count(obs, o.statuses, n, a.status[class])
+			}
 		}
 	})
 	return nil
@@ -309,6 +331,11 @@ func (o *observer) attrs(name, host string) *rowAttrs {
 	}
 	for cause := range a.causes {
 		a.causes[cause] = with(keyCause.String(causes[cause]))
+	}
+	if host != "" {
+		for class := range a.status {
+			a.status[class] = with(keyClass.String(classes[class]))
+		}
 	}
 	o.rows[rowKey{name, host}] = a
 	return a
