@@ -55,9 +55,9 @@ func TestProducer(t *testing.T) {
 			buckets []uint64
 			sum     float64
 		}{
-			"retry.call.retries{retry.name=n}":     {[]uint64{1, 0, 0, 1, 1, 0}, 7},
-			"retry.call.hedges{retry.name=n}":      {[]uint64{3, 0, 0, 0, 0, 0}, 0},
-			"retry.call.retry_delay{retry.name=n}": {[]uint64{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0}, 7},
+			"retry.call.retries{retry.name=n}":                                               {[]uint64{1, 0, 0, 1, 1, 0}, 7},
+			"retry.call.hedges{retry.name=n}":                                                {[]uint64{3, 0, 0, 0, 0, 0}, 0},
+			"retry.call.retry_delay{retry.name=n}":                                           {[]uint64{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0}, 7},
 			"retry.call.retries{retry.name=h,server.address=api.example,server.port=80}":     {[]uint64{0, 1, 0, 0, 0, 0}, 1},
 			"retry.call.hedges{retry.name=h,server.address=api.example,server.port=80}":      {[]uint64{1, 0, 0, 0, 0, 0}, 0},
 			"retry.call.retry_delay{retry.name=h,server.address=api.example,server.port=80}": {[]uint64{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}, 1},
