@@ -205,8 +205,14 @@
 // the hedges sent and won, the attempt timeouts (of a request it does not
 // retry too: a POST without a key), and the tokens of the budget the
 // host's last request used, as a gauge; hosts past 1,024 count together as
-// "other". It adds
-// no allocation to a request that succeeds at once. Transport.OnRetry and
+// "other". Each request counts once, as RoundTrip returns, by the status
+// class of the response it returned (retry.Counts.Status: 2xx, 3xx, 4xx,
+// 5xx), or as no response when it returned an error; and by its retries,
+// hedges and time waited (the histograms of retry.Counts). Its outcome is
+// retry's: a response not retried is an answer, so a 404 or a 501 is a
+// success at once by kind, and a 4xx or 5xx by class; a 503 out of
+// retries returned as is fails by kind, and is a 5xx. It adds no
+// allocation to a request that succeeds at once. Transport.OnRetry and
 // OnDone see the request with each retry and each end, and OnDone's Cause
 // is [retry.ErrBudget] when the budget refused a retry, even when the
 // response comes back as is. [Resend] tells a Base how many sends of its

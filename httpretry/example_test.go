@@ -312,3 +312,31 @@ func ExampleTransport_CloseIdleConnections() {
 	// Output:
 	// 200 OK
 }
+
+// A named client counts each call by what it returned: a 404 is an
+// answer, so a success at once by kind (resilience4j's), and a 4xx by
+// status class.
+func ExampleTransport_status() {
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer server.Close()
+	table := retry.NewTable()
+	client := &http.Client{Transport: &httpretry.Transport{Policy: retry.Policy{Name: "api", Table: table}}}
+	for _, path := range []string{"/", "/missing"} {
+		resp, err := client.Get(server.URL + path)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	c := table.Of("api")
+	fmt.Println("successful_without_retry:", c.SucceededAtOnce)
+	fmt.Printf("%+v\n", c.Status)
+	// Output:
+	// successful_without_retry: 2
+	// {S2xx:1 S3xx:0 S4xx:1 S5xx:0 NoResponse:0}
+}

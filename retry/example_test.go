@@ -538,3 +538,27 @@ func ExampleNewTable() {
 	// 1 failed after 2 retries; gave up at the limit: 1
 	// in retry.Stats: 0
 }
+
+// The retries each call needed, as a histogram: Counts[i] is the calls
+// that made i retries, up to PerCallBounds's last; RetryDelay the time
+// each waited, over DelayBounds.
+func ExamplePerCall() {
+	table := retry.NewTable()
+	policy := retry.Policy{Name: "orders", Table: table}
+	policy.UnmarshalText([]byte("no wait, 5 retries"))
+	for _, failures := range []int{0, 0, 1, 3} {
+		retry.Do(context.Background(), policy, func(context.Context) error {
+			if failures > 0 {
+				failures--
+				return errors.New("busy")
+			}
+			return nil
+		})
+	}
+	c := table.Of("orders")
+	fmt.Println("bounds:", retry.PerCallBounds, "counts:", c.RetriesPerCall.Counts, "sum:", c.RetriesPerCall.Sum)
+	fmt.Println("calls that never waited:", c.RetryDelay.Counts[0], "of", len(retry.DelayBounds)+1, "buckets")
+	// Output:
+	// bounds: [0 1 2 3 4] counts: [2 1 0 1 0 0] sum: 4
+	// calls that never waited: 2 of 16 buckets
+}

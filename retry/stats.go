@@ -12,7 +12,9 @@ import (
 // Stats is the process-wide table of the calls made under a Policy.Name:
 // for each name (and, for httpretry, each host), the calls by outcome, the
 // attempts, the waits and the time waited, the calls that failed by why,
-// and the budget's tokens as a gauge. A Policy with a Name counts in it
+// the retries, hedges and time waited per call as histograms, for
+// httpretry the calls by the status class of what they returned, and the
+// budget's tokens as a gauge. A Policy with a Name counts in it
 // with nothing else to set up; one without counts nothing. Read it as
 // values ([Table.Of], [Table.Each], for an exporter), or as JSON by its
 // String method, so that
