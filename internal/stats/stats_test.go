@@ -622,14 +622,16 @@ func TestRowCacheSlots(t *testing.T) {
 		names[i] = fmt.Sprintf("n%07d", i)
 		tb.Row(names[i], "h", nil)
 	}
-	used := 0
-	for i := range tb.cache {
-		if tb.cache[i].Load() != nil {
-			used++
-		}
-	}
+	used := slotsUsed(&tb)
 	if used < 120 {
 		t.Fatalf("256 names took %d of the cache's 256 slots, want 120 or more", used)
+	}
+	var hosts Table // one name's 256 hosts spread alike
+	for i := range names {
+		hosts.Row("n", names[i], nil)
+	}
+	if n := slotsUsed(&hosts); n < 120 {
+		t.Fatalf("a name's 256 hosts took %d of the cache's 256 slots, want 120 or more", n)
 	}
 	found := 0
 	for _, name := range names {
@@ -646,6 +648,15 @@ func TestRowCacheSlots(t *testing.T) {
 	if found != used {
 		t.Fatalf("%d names found in their slots, of %d slots used", found, used)
 	}
+}
+
+func slotsUsed(tb *Table) (n int) {
+	for i := range tb.cache {
+		if tb.cache[i].Load() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // parked counts the goroutines parked with a wait reason that starts
