@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
+	"github.com/unherd/backoff/internal/stats"
 	"github.com/unherd/backoff/retry"
 )
 
@@ -144,7 +146,31 @@ func zero[V any](hostKey) *V { return new(V) }
 
 // label names a host in retry.Stats: host and port, as net.JoinHostPort
 // writes them, "api.example:443".
-func label(k hostKey) *string {
-	s := net.JoinHostPort(k.host, k.port)
-	return &s
+func label(k hostKey) *hostLabel {
+	return &hostLabel{name: net.JoinHostPort(k.host, k.port)}
+}
+
+// A hostLabel is a host's name in the table, with the row a Transport
+// last counted it in, so that the Transport finds the row without hashing
+// the name and the host again: BenchmarkRoundTripNamed, 321ns a request
+// where looking the row up in the table took 338 (5 interleaved rounds).
+type hostLabel struct {
+	name string
+	last atomic.Pointer[hostRow]
+}
+
+type hostRow struct {
+	table *stats.Table
+	name  string
+	row   *stats.Row
+}
+
+// row returns the host's row in table under name, with httpretry's Facts.
+func (h *hostLabel) row(table *stats.Table, name string) *stats.Row {
+	if r := h.last.Load(); r != nil && r.table == table && r.name == name {
+		return r.row
+	}
+	r := &hostRow{table, name, table.Row(name, h.name, facts)}
+	h.last.Store(r)
+	return r.row
 }

@@ -65,7 +65,7 @@ type Transport struct {
 	OnDone func(req *http.Request, d retry.Done)
 
 	budgets hosts[retry.Budget] // a Budget for each host, when Policy.Budget is nil
-	labels  hosts[string]       // each host's name in retry.Stats, with a Policy.Name
+	labels  hosts[hostLabel]    // each host's name in retry.Stats, with a Policy.Name
 }
 
 const (
@@ -150,7 +150,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case !replayable(req) && t.AttemptTimeout > 0:
 		rt := roundTrip{request: request{t: t, base: base, req: req}}
 		if p := t.Policy; p.Name != "" { // its attempt timeout is counted, as a retried request's is
-			rt.row = table(&p).Row(p.Name, *t.labels.of(keyOf(req.URL), never, label), facts)
+			rt.row = t.labels.of(keyOf(req.URL), never, label).row(table(&p), p.Name)
 		}
 		resp, _, _, err := rt.fly(req.Context(), req, req.Body, 0, 0)
 		return resp, err
@@ -165,8 +165,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			p.Budget = t.budgets.kept(key, full, zero, lean)
 		}
 		if p.Name != "" {
-			p.Host = *t.labels.of(key, never, label)
-			rt.row = table(&p).Row(p.Name, p.Host, facts)
+			l := t.labels.of(key, never, label)
+			p.Host, rt.row = l.name, l.row(table(&p), p.Name)
 		}
 		if h := t.Hedge; h != nil && h.hedges() > 0 {
 			rt.hedge = h.hosts.of(key, never, newHedgeHost)
