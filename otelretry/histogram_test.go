@@ -114,7 +114,7 @@ func histograms(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricd
 			if i > 0 {
 				k += ","
 			}
-			k += string(kv.Key) + "=" + kv.Value.Emit()
+			k += string(kv.Key) + "=" + kv.Value.String()
 		}
 		return k + "}"
 	}
