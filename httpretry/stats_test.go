@@ -121,7 +121,7 @@ func TestStatsStatusClasses(t *testing.T) {
 		codes := map[string][]int{ // 0: a transport error
 			"/200": {200}, "/204": {204}, "/101": {101}, "/301": {301}, "/304": {304},
 			"/404": {404}, "/501": {501}, "/503-then-200": {503, 200}, "/503s": {503},
-			"/429s": {429}, "/refused": {0}, "/refused-then-200": {0, 200},
+			"/429s": {429}, "/refused": {0}, "/refused-then-200": {0, 200}, "/too-long": {503, 200},
 		}
 		var mu sync.Mutex
 		sent := map[string]int{}
@@ -134,7 +134,11 @@ func TestStatsStatusClasses(t *testing.T) {
 			if code == 0 {
 				return nil, errors.New("connection refused")
 			}
-			return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+			h := http.Header{}
+			if req.URL.Path == "/too-long" {
+				h.Set("Retry-After", "3600") // past MaxRetryAfter: returned as is
+			}
+			return &http.Response{StatusCode: code, Header: h, Body: http.NoBody, Request: req}, nil
 		})
 		p := constant(time.Second, 2)
 		p.Name, p.Budget = name, httpretry.NoBudget()
@@ -143,7 +147,7 @@ func TestStatsStatusClasses(t *testing.T) {
 		for path, class := range map[string]string{
 			"/200": "2xx", "/204": "2xx", "/101": "2xx", "/301": "3xx", "/304": "3xx", "/404": "4xx",
 			"/501": "5xx", "/503-then-200": "2xx", "/503s": "5xx", "/429s": "4xx", "/refused": "none",
-			"/refused-then-200": "2xx",
+			"/refused-then-200": "2xx", "/too-long": "5xx",
 		} {
 			req, _ := http.NewRequest(http.MethodGet, "http://"+strings.Trim(path, "/")+".example"+path, nil)
 			resp, err := tr.RoundTrip(req)
