@@ -403,10 +403,10 @@ func (f *flight) each(do func(*leg)) {
 }
 
 // count gives c's time to the host's latency estimate, once: the time to
-// its headers, or, for a copy cut off (timed out, or cancelled as a
-// loser), the time it ran, which its headers were known to take longer
-// than. A failure without headers tells nothing of the host's latency,
-// nor does a copy cut by the request's own context.
+// its headers, or, for a copy cut off (timed out, cancelled as a loser or
+// with the request, or at the end of its linger, whenever that comes), the
+// time it ran, which its headers were known to take longer than. A
+// failure without headers tells nothing of the host's latency.
 func (f *flight) count(c *leg, headers bool, now time.Time) {
 	lat := f.rt.lat
 	if lat == nil || c.counted {
@@ -417,7 +417,7 @@ func (f *flight) count(c *leg, headers bool, now time.Time) {
 	case headers:
 	case st == timedOut:
 		took, cut = min(took, f.rt.t.AttemptTimeout), true
-	case st == lost && f.ctx.Err() == nil:
+	case st == lost:
 		cut = true
 	default:
 		return
