@@ -56,7 +56,8 @@ import (
 //     little.
 //
 // It counts in thousandths of a retry, exactly: Ratio, Burst and PerSecond
-// are read to three places, so five calls at 0.2 earn one whole retry,
+// are read to three places, the rest dropped (a Burst of 0.9996 holds no
+// whole retry), so five calls at 0.2 earn one whole retry,
 // never 0.9999999999999999 of one. Over any interval from a to a+T, the
 // retries it allows are at most what it held at a, which is at most its
 // room then; plus Ratio × the calls that earned in the interval, plus the
@@ -151,8 +152,12 @@ const (
 	milliMax  = 1 << 52 // a Burst this large or more never refuses
 )
 
-// milli reads x to three places: def for 0, 0 below 0 or for NaN, and at
-// most milliMax.
+// milli reads x to three places, the places past them dropped (as gRFC A6
+// reads its token ratio), so that a Budget never counts more than it was
+// given: def for 0, 0 below 0 or for NaN, and at most milliMax. A value
+// of three places whose product float64 rounds down (1.001 × 1000 is
+// 1000.9999999999999) reads as written: n+1 thousandths are taken when
+// they are, as a float64, no more than x.
 func milli(x float64, def int64) int64 {
 	switch {
 	case x == 0:
@@ -160,7 +165,11 @@ func milli(x float64, def int64) int64 {
 	case !(x > 0):
 		return 0
 	}
-	return int64(min(math.Round(x*milliUnit), milliMax))
+	n := math.Floor(x * milliUnit)
+	if (n+1)/milliUnit <= x {
+		n++
+	}
+	return int64(min(n, milliMax))
 }
 
 // The defaults of a zero Ratio and Burst, in thousandths.

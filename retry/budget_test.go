@@ -234,7 +234,7 @@ func TestBudgetGivesBackWhatSucceeds(t *testing.T) {
 	})
 }
 
-// TestBudgetFields: each field read to three places; zero the default;
+// TestBudgetFields: each field read to three places, the rest dropped; zero the default;
 // negative or NaN none; +Inf Burst never refuses.
 func TestBudgetFields(t *testing.T) {
 	const most = float64(1<<52) / 1000 // milliMax: the most a Budget counts
@@ -248,14 +248,16 @@ func TestBudgetFields(t *testing.T) {
 		{&retry.Budget{Burst: 3, Ratio: 0.25}, 3, 3, 0.25},
 		{&retry.Budget{Burst: 2.5}, 2.5, 2, 0.2},
 		{&retry.Budget{Burst: 1.0004}, 1, 1, 0.2},
-		{&retry.Budget{Burst: 0.9999}, 1, 1, 0.2},
-		{&retry.Budget{Burst: 0.999}, 0.999, 0, 0}, // full: nothing to earn
-		{&retry.Budget{Burst: -1}, 0, 0, 0.1},      // no room of its own: the one call's, Ratio/2
+		{&retry.Budget{Burst: 0.9999}, 0.999, 0, 0},  // the fourth place dropped: never more than given
+		{&retry.Budget{Burst: 1.001}, 1.001, 1, 0.2}, // 1000.9999999999999 thousandths in float64: read as written
+		{&retry.Budget{Burst: 0.999}, 0.999, 0, 0},   // full: nothing to earn
+		{&retry.Budget{Burst: -1}, 0, 0, 0.1},        // no room of its own: the one call's, Ratio/2
 		{&retry.Budget{Burst: math.NaN()}, 0, 0, 0.1},
 		{&retry.Budget{Ratio: -1}, 10, 10, 0},
 		{&retry.Budget{Ratio: math.NaN()}, 10, 10, 0},
 		{&retry.Budget{Ratio: 0.0004}, 10, 10, 0},
-		{&retry.Budget{Ratio: 0.0005}, 10, 10, 0.001},
+		{&retry.Budget{Ratio: 0.0005}, 10, 10, 0},
+		{&retry.Budget{Ratio: 0.0019}, 10, 10, 0.001},
 		{&retry.Budget{Ratio: math.Inf(1), Burst: 4}, 4, 4, most / 2}, // the room of one call, Ratio/2
 		{&retry.Budget{PerSecond: -5}, 10, 10, 0.2},
 		{&retry.Budget{Burst: math.Inf(1)}, math.Inf(1), 100, 0},

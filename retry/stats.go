@@ -50,7 +50,7 @@ func NewTable() *Table { return new(Table) }
 func (t *Table) Of(name string) Counts { return countsOf((*stats.Table)(t).Of(name)) }
 
 // Each calls fn for every row: a name, its host ("" for a row with none,
-// [retry.Do]'s and a Loop's), and the row's counts, in no fixed order.
+// [retry.Do]'s and a Loop's), and the row's counts, by name, then host.
 // It reads each row's Budget for Tokens, under that Budget's lock, and
 // must not be called from fn.
 func (t *Table) Each(fn func(name, host string, c Counts)) {
@@ -58,7 +58,7 @@ func (t *Table) Each(fn func(name, host string, c Counts)) {
 }
 
 // String returns the table as JSON, for expvar.Publish: an object of the
-// names in the order first counted, each with its totals under the keys
+// names, sorted, each with its totals under the keys
 // Counts's fields name, its budget_tokens when it has a Budget, and its
 // hosts' rows alike under "hosts":
 //

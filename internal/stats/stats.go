@@ -515,9 +515,9 @@ func (t *Table) Each(fn func(name, host string, c Counts)) {
 	}
 }
 
-// String returns the table as JSON, an object of names, each its totals
-// and its hosts' rows, so that expvar.Publish("retry", retry.Stats) shows
-// it at /debug/vars:
+// String returns the table as JSON, an object of names, sorted, each its
+// totals and its hosts' rows, so that expvar.Publish("retry", retry.Stats)
+// shows it at /debug/vars:
 //
 //	{"payments": {"successful_without_retry": 9120, …, "hosts": {"api.example:443": {…}}}}
 func (t *Table) String() string {
