@@ -59,7 +59,8 @@ type Hedge struct {
 	// 0.05, the 95th percentile; above 1, 1.
 	ExtraLoad float64
 	// Max is the most copies sent beyond the first, each Delay after the
-	// one before. Zero means 1; below zero, none.
+	// one before. Zero means 1; below zero, none; above 31, 31 (which
+	// is as many as retry.Stats counts of one attempt).
 	Max int
 
 	hosts hosts[hedgeHost]
@@ -145,5 +146,9 @@ func (h *Hedge) hedges() int {
 	if h.Max == 0 {
 		return 1
 	}
-	return max(h.Max, 0)
+	return min(max(h.Max, 0), maxHedges)
 }
+
+// maxHedges is the most hedges of one attempt: stats.AnswerOf tells retry
+// up to 31.
+const maxHedges = 31
