@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/unherd/backoff/internal/stats"
 	"github.com/unherd/backoff/retry"
@@ -28,7 +29,7 @@ const maxHosts = 1024
 type hostKey struct{ scheme, host, port string }
 
 func keyOf(u *url.URL) hostKey {
-	key := hostKey{strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()}
+	key := hostKey{strings.ToLower(u.Scheme), lower(u.Hostname()), u.Port()}
 	if key.port == "" {
 		switch key.scheme {
 		case "https":
@@ -38,6 +39,23 @@ func keyOf(u *url.URL) hostKey {
 		}
 	}
 	return key
+}
+
+// lower is strings.ToLower for a name of valid UTF-8; in one that is not,
+// only the ASCII letters are lowered, and the other bytes kept, which
+// ToLower would each make U+FFFD: net/http keeps "\xff.example" and
+// "\xfe.example" apart, and so must their budgets and counts.
+func lower(s string) string {
+	if utf8.ValidString(s) {
+		return strings.ToLower(s)
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // hosts is a value for each host, made on first use, for at most
