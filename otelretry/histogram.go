@@ -96,7 +96,7 @@ func (p *producer) attrs(name, host string) attribute.Set {
 	if a, ok := p.rows[rowKey{name, host}]; ok {
 		return a
 	}
-	a := attribute.NewSet(append([]attribute.KeyValue{keyName.String(name)}, hostAttrs(host)...)...)
+	a := attribute.NewSet(rowAttrsOf(name, host)...)
 	p.rows[rowKey{name, host}] = a
 	return a
 }

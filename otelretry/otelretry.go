@@ -21,7 +21,11 @@
 // a host, server.address and server.port ("api.example:443" is
 // server.address "api.example" and server.port 443; a Policy.Host that is
 // no host:port, and the row "other" that holds a name's hosts past 1,024,
-// are server.address alone). The counts are cumulative, as the table's
+// are server.address alone). A name or host that is not valid UTF-8, or
+// holds a backslash, is written as retry.Stats's JSON writes it, each
+// backslash doubled and each stray byte \xNN, so that the exporters that
+// take only UTF-8 (Prometheus fails a whole scrape on one such label)
+// take it, and no two rows share one. The counts are cumulative, as the table's
 // are, and every one of a row's counters is reported from the row's first
 // call, at 0 until it counts, each kind and each cause among them: a
 // rate() in Prometheus needs two samples, so a count that first appeared
@@ -92,11 +96,14 @@ package otelretry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -320,7 +327,7 @@ func (o *observer) attrs(name, host string) *rowAttrs {
 	if a := o.rows[rowKey{name, host}]; a != nil {
 		return a
 	}
-	base := append([]attribute.KeyValue{keyName.String(name)}, hostAttrs(host)...)
+	base := rowAttrsOf(name, host)
 	with := func(kv attribute.KeyValue) []metric.ObserveOption {
 		set := attribute.NewSet(append(base[:len(base):len(base)], kv)...)
 		return []metric.ObserveOption{metric.WithAttributeSet(set)}
@@ -341,6 +348,36 @@ func (o *observer) attrs(name, host string) *rowAttrs {
 	return a
 }
 
+// rowAttrsOf are the attributes of the row of name and host: retry.name,
+// and hostAttrs, each value a label.
+func rowAttrsOf(name, host string) []attribute.KeyValue {
+	return append([]attribute.KeyValue{keyName.String(label(name))}, hostAttrs(host)...)
+}
+
+// label is s as retry.Stats's JSON writes a name or host: as it is when
+// it is valid UTF-8 with no backslash; otherwise each backslash doubled,
+// each byte that is not UTF-8 \xNN. The mapping is one to one, so rows
+// keep their attributes apart.
+func label(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 // hostAttrs are a row's host as the semantic conventions name a server:
 // server.address and server.port for "host:port" (the brackets of an IPv6
 // address dropped), server.address alone for anything else, and nothing
@@ -351,8 +388,8 @@ func hostAttrs(host string) []attribute.KeyValue {
 	}
 	if h, p, err := net.SplitHostPort(host); err == nil {
 		if port, err := strconv.ParseUint(p, 10, 16); err == nil && h != "" {
-			return []attribute.KeyValue{keyAddress.String(h), keyPort.Int(int(port))}
+			return []attribute.KeyValue{keyAddress.String(label(h)), keyPort.Int(int(port))}
 		}
 	}
-	return []attribute.KeyValue{keyAddress.String(host)}
+	return []attribute.KeyValue{keyAddress.String(label(host))}
 }
