@@ -151,9 +151,11 @@
 // Hedges are priced apart from retries. Each host has an allowance of
 // its own: an attempt whose first copy answers before the hedge delay,
 // needing no hedge, earns 2 × ExtraLoad of one (a tenth, by default), up
-// to 100 held, and a new host holds one; a hedge takes one. So the hedges
-// to a host over any interval are at most 100 plus 2 × ExtraLoad × its
-// attempts, whatever the delay; a hedge never takes the retry a 503 needs;
+// to 100 held, and a new host holds one (none once the Hedge has had to
+// forget a host, past 1,024: it may be one it forgot); a hedge takes one.
+// So the hedges to a host over any interval are at most 100 plus 2 ×
+// ExtraLoad × its attempts, whatever the delay; a hedge never takes the
+// retry a 503 needs;
 // and none is sent while the host's budget holds no whole retry (its
 // retries are failing: overload), nor, since slow answers earn nothing,
 // once most answers are slower than the delay (a delay set below the

@@ -62,10 +62,11 @@ func lower(s string) string {
 // maxHosts hosts: a Transport's budgets, a Hedge's estimates, the names
 // of the hosts in retry.Stats.
 type hosts[V any] struct {
-	mu    sync.RWMutex
-	m     map[hostKey]*V
-	other *V  // kept: the value every host past a table full of values that may not be forgotten shares
-	skip  int // kept: the new hosts that share other before the table is searched for room again
+	mu     sync.RWMutex
+	m      map[hostKey]*V
+	other  *V   // kept: the value every host past a table full of values that may not be forgotten shares
+	skip   int  // kept: the new hosts that share other before the table is searched for room again
+	forgot bool // it has forgotten a host: one made now may be one it knew
 }
 
 // of returns the value for key, making it on first use. To make room, it
@@ -74,7 +75,14 @@ type hosts[V any] struct {
 // afresh should they be reached again. A request in flight keeps the
 // value it took.
 func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) *V {
-	return h.lookup(key, spare, fresh, nil)
+	return h.lookup(key, spare, fresh, nil, false)
+}
+
+// again is of for values that must not come back fresher than they were
+// forgotten, such as a Hedge's allowance: once the table has forgotten a
+// host, a host it makes gets lean(key), for it may be one it forgot.
+func (h *hosts[V]) again(key hostKey, fresh, lean func(hostKey) *V) *V {
+	return h.lookup(key, never, fresh, lean, false)
 }
 
 // kept is of for values that must not be forgotten unless spare, such as
@@ -89,12 +97,11 @@ func (h *hosts[V]) of(key hostKey, spare func(*V) bool, fresh func(hostKey) *V) 
 // what its own successes earn, so that a host failing every request gets
 // no fresh Burst by moving from the shared value to a place of its own.
 func (h *hosts[V]) kept(key hostKey, spare func(*V) bool, fresh, lean func(hostKey) *V) *V {
-	return h.lookup(key, spare, fresh, lean)
+	return h.lookup(key, spare, fresh, lean, true)
 }
 
-// lookup is of, or kept when lean is not nil.
-func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh, lean func(hostKey) *V) *V {
-	keep := lean != nil
+// lookup is of, again (lean set), or kept (keep).
+func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh, lean func(hostKey) *V, keep bool) *V {
 	h.mu.RLock()
 	v := h.m[key]
 	h.mu.RUnlock()
@@ -114,6 +121,7 @@ func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh, lean func(hos
 		for key, v := range h.m {
 			if spare(v) {
 				delete(h.m, key)
+				h.forgot = true
 			}
 		}
 		for key := range h.m {
@@ -121,6 +129,7 @@ func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh, lean func(hos
 				break
 			}
 			delete(h.m, key)
+			h.forgot = true
 		}
 		if len(h.m) >= maxHosts { // kept, and none spare
 			h.skip = maxHosts
@@ -130,7 +139,7 @@ func (h *hosts[V]) lookup(key hostKey, spare func(*V) bool, fresh, lean func(hos
 	if h.m == nil {
 		h.m = make(map[hostKey]*V)
 	}
-	if keep && h.other != nil && !spare(h.other) {
+	if keep && h.other != nil && !spare(h.other) || !keep && lean != nil && h.forgot {
 		v = lean(key)
 	} else {
 		v = fresh(key)

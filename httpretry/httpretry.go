@@ -169,7 +169,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			p.Host, rt.row = l.name, l.row(table(&p), p.Name)
 		}
 		if h := t.Hedge; h != nil && h.hedges() > 0 {
-			rt.hedge = h.hosts.of(key, never, newHedgeHost)
+			rt.hedge = h.hosts.again(key, newHedgeHost, zero)
 			if h.adaptive() {
 				rt.lat = &rt.hedge.lat
 			}

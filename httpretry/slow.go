@@ -77,10 +77,12 @@ type hedgeHost struct {
 // The allowance: each attempt whose first copy answers before the hedge
 // delay, needing no hedge, earns allowanceRate × ExtraLoad of a hedge, up
 // to allowanceMost hedges held; a hedge takes one; a new host holds
-// allowanceStart. So the hedges to a host are, over any interval, at most
-// allowanceMost plus allowanceRate × ExtraLoad × the attempts in it,
-// whatever the delay; and when most requests are slower than the delay, as
-// in an overload, few earn, and hedging stops by itself.
+// allowanceStart, and none once the Hedge has forgotten a host (past
+// 1,024), since it may be one it forgot. So the hedges to a host are, over
+// any interval, at most allowanceMost plus allowanceRate × ExtraLoad × the
+// attempts in it, whatever the delay; and when most requests are slower
+// than the delay, as in an overload, few earn, and hedging stops by
+// itself.
 const (
 	allowanceRate  = 2
 	allowanceMost  = 100
