@@ -128,6 +128,7 @@ func (f *flight) once(req *http.Request, body io.ReadCloser) (*http.Response, er
 	f.count(c, resp != nil, now)
 	if resp != nil && f.rt.hedge != nil { // an adaptive Hedge still without its delay
 		f.rt.hedge.earn(f.rt.t.Hedge.share())
+		f.rt.hedge.saw(resp) // so that its first hedged attempt knows an HTTP/2 host
 	}
 	c.keep(resp, err)
 	return resp, err
