@@ -67,6 +67,7 @@ type leg struct {
 	timer    *time.Timer // unhedged: AttemptTimeout's, which cancels it; lingering: its bound
 	state    atomic.Int32
 	counted  bool        // its time went to the latency estimate
+	in       bool        // its outcome was taken in, under the flight's lock (arrive)
 	ended    time.Time   // when it failed, as the flight's last
 	dropped  atomic.Bool // its kept outcome was let go (dropKept)
 	resp     *http.Response
@@ -148,7 +149,7 @@ func (f *flight) hedged(req *http.Request, body io.ReadCloser) (resp *http.Respo
 	f.pending, f.sends = 1, 1
 	c.state.Store(flying)
 	f.next = now.Add(f.delay)
-	f.timer = time.AfterFunc(f.wake(now), f.tick)
+	f.timer = time.AfterFunc(f.wake(now, false), f.tick)
 	f.mu.Unlock()
 	go f.run(c)
 	select {
@@ -227,6 +228,7 @@ func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 		}
 	}
 	f.mu.Lock()
+	c.in = true
 	f.pending--
 	f.count(c, resp != nil, now)
 	if f.over { // decided after Base returned it, before the lock: another copy won, or the context ended
@@ -262,6 +264,9 @@ func (f *flight) arrive(c *leg, resp *http.Response, err error) {
 		if f.pending == 0 { // every copy sent has failed: so has the attempt
 			f.decide(now)
 		}
+	}
+	if !f.over { // a hedge held while c was judged may be due now
+		f.rearm(time.Now())
 	}
 	f.unlock()
 }
@@ -460,16 +465,32 @@ func (f *flight) step() *leg {
 		return nil
 	}
 	var hedge *leg
-	if !f.next.IsZero() && !now.Before(f.next) {
+	if !f.next.IsZero() && !now.Before(f.next) && !f.judging() {
 		f.next = time.Time{}
 		if hedge = f.reserve(); hedge != nil && len(f.more) < f.rt.t.Hedge.hedges() {
 			f.next = now.Add(f.delay) // the next, a delay after the newest
 		}
 	}
-	if d := f.wake(now); d >= 0 {
+	f.rearm(now)
+	return hedge
+}
+
+// judging reports whether a copy has returned, its headers or its error
+// in, and is being judged outside the lock: no hedge is sent meanwhile,
+// since a copy that has its headers needs none (arrive, taking it in,
+// sends one then if it is still due).
+func (f *flight) judging() bool {
+	j := false
+	f.each(func(c *leg) { j = j || c.state.Load() == returned && !c.in })
+	return j
+}
+
+// rearm sets the flight's timer for when it is next due (wake): the next
+// hedge, unless one is held while a copy is judged, or a copy's timeout.
+func (f *flight) rearm(now time.Time) {
+	if d := f.wake(now, f.judging()); d >= 0 {
 		f.timer.Reset(d)
 	}
-	return hedge
 }
 
 // timedOut takes in the timeout of c, which has failed: its context
@@ -530,9 +551,7 @@ func (f *flight) ready(c *leg) bool {
 	f.start(c, rt.req, body, f.sends, time.Now()) // after every copy sent before it
 	c.state.Store(flying)
 	f.sends++
-	if d := f.wake(time.Now()); d >= 0 { // its own timeout may be the nearest
-		f.timer.Reset(d)
-	}
+	f.rearm(time.Now()) // its own timeout may be the nearest
 	if rt.row != nil {
 		rt.row.Hedge()
 	}
@@ -565,10 +584,13 @@ func (f *flight) catch() {
 }
 
 // wake returns how long from now until the flight's timer is next due: the
-// next hedge, or the nearest AttemptTimeout of a copy in flight; -1 for
-// none.
-func (f *flight) wake(now time.Time) time.Duration {
+// next hedge (unless held), or the nearest AttemptTimeout of a copy in
+// flight; -1 for none.
+func (f *flight) wake(now time.Time, held bool) time.Duration {
 	next := f.next
+	if held {
+		next = time.Time{}
+	}
 	f.each(func(c *leg) {
 		if c.state.Load() == flying && !c.deadline.IsZero() && (next.IsZero() || c.deadline.Before(next)) {
 			next = c.deadline
