@@ -178,10 +178,11 @@ func (l *latency) above(share float64) (time.Duration, float64) {
 func (l *latency) estimate() time.Duration { return time.Duration(l.delay.Load()) }
 
 // needSamples is how many samples, by weight, a quantile needs before it
-// is trusted: two above it, at least 20 and at most 100 (40 for the
+// is trusted: two above it, at least 20 and at most 50 (40 for the
 // default share), so that a host sent one request a second is hedged
-// from about its 55th request (the weights fade: at that pace they add up
-// to about 84 at most).
-func needSamples(share float64) float64 { return min(max(2/share, 20), 100) }
+// from about its 55th request (its 76th at 50, for a share under 0.04):
+// the weights fade, and at that pace add up to 59 by the 100th, and to
+// 84 at most, so that a bound of 100 was never met.
+func needSamples(share float64) float64 { return min(max(2/share, 20), 50) }
 
 const maxDuration = time.Duration(math.MaxInt64)

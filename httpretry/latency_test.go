@@ -166,8 +166,8 @@ func TestLatencyNeedsSamples(t *testing.T) {
 	if l.total/l.weight > 2 || l.estimate() != 0 {
 		t.Fatalf("after an hour's idle: %v samples by weight, estimate %v; want a fresh start", l.total/l.weight, l.estimate())
 	}
-	if n := needSamples(0.001); n != 100 {
-		t.Errorf("needSamples(0.001) = %v, want the most, 100", n)
+	if n := needSamples(0.001); n != 50 {
+		t.Errorf("needSamples(0.001) = %v, want the most, 50: what a host sent one request a second has by its 76th", n)
 	}
 	if n := needSamples(0.5); n != 20 {
 		t.Errorf("needSamples(0.5) = %v, want the least, 20", n)

@@ -49,9 +49,9 @@ type Hedge struct {
 	// about 500 samples or 100 seconds, so that a shift shows within
 	// 2,000 requests or 5 minutes. No hedge is sent until the host has
 	// the weight of 40 samples (2/ExtraLoad, at least 20 and at most
-	// 100), which a host sent one request a second has by about its 55th,
-	// a host sent fewer than about one every 2.5 seconds never: give
-	// it a fixed delay.
+	// 50), which a host sent one request a second has by about its 55th
+	// (50: its 76th), a host sent fewer than about one every 2.3 seconds
+	// (50: 1.8) never: give it a fixed delay.
 	Delay time.Duration
 	// ExtraLoad is the share of requests an adaptive delay hedges, and
 	// half the share the allowance pays for, with any delay (counted in
