@@ -26,9 +26,10 @@ func (attemptTimeout) Temporary() bool { return true }
 // The zero Hedge is adaptive: it hedges a request once it has gone without
 // headers for longer than 95% of the host's recent requests did (or, where
 // a slow few are much slower than the rest, at the knee before them; see
-// Delay), so that 5% to 7.5% of requests are hedged; and it sends no more
-// hedges to a host than its allowance, 2 × ExtraLoad of the attempts that
-// needed none. A
+// Delay), so that 5% to 7.5% of requests are hedged, or, where more than
+// 5% never answer within the attempt, up to 1.5 times that share, so that
+// every one of them is hedged early; and it sends no more hedges to a host
+// than its allowance, 2 × ExtraLoad of the attempts that needed none. A
 // Hedge keeps, for at most 1,024 hosts, each one's latency estimate and
 // allowance, and is safe for concurrent use by any number of Transports
 // and goroutines; it must not be copied after first use, and its fields
