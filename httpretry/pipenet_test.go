@@ -22,29 +22,31 @@ type pipeNet struct {
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
-	dials int
-	mu    sync.Mutex
 }
 
 // newPipeNet serves h over a pipeNet, and returns it with a Transport that
-// dials it; close both with close.
-func newPipeNet(h http.Handler) (*pipeNet, *http.Transport) {
+// dials it; close both with close. The server and the Transport speak
+// HTTP/1.1, or with h2 unencrypted HTTP/2 only.
+func newPipeNet(h http.Handler, h2 bool) (*pipeNet, *http.Transport) {
 	n := &pipeNet{srv: &http.Server{Handler: h}, conns: make(chan net.Conn), done: make(chan struct{})}
+	tr := &http.Transport{}
+	if h2 {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		n.srv.Protocols, tr.Protocols = &p, &p
+	}
 	go n.srv.Serve(n)
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 		c, s := net.Pipe()
 		select {
 		case n.conns <- s:
-			n.mu.Lock()
-			n.dials++
-			n.mu.Unlock()
 			return c, nil
 		case <-n.done:
 			return nil, net.ErrClosed
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}}
+	}
 	return n, tr
 }
 
@@ -100,7 +102,7 @@ func TestLingeringLoserCounts(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 			io.WriteString(w, "ok")
-		}))
+		}), false)
 		defer n.close(base)
 		h := &Hedge{}
 		tr := &Transport{Base: base, Hedge: h, AttemptTimeout: 250 * time.Millisecond}

@@ -1,56 +1,13 @@
 package httpretry
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 )
-
-// review3H2 serves h over unencrypted HTTP/2 on net.Pipe, in a synctest
-// bubble: a real *http.Transport and http.Server.
-func review3H2(h http.Handler) (*http.Server, *http.Transport, func()) {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	conns, done := make(chan net.Conn), make(chan struct{})
-	srv := &http.Server{Handler: h, Protocols: &p}
-	l := &review3Listener{conns: conns, done: done}
-	go srv.Serve(l)
-	tr := &http.Transport{Protocols: &p, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		c, s := net.Pipe()
-		select {
-		case conns <- s:
-			return c, nil
-		case <-done:
-			return nil, net.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}}
-	return srv, tr, func() { tr.CloseIdleConnections(); srv.Close(); l.Close() }
-}
-
-type review3Listener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func (l *review3Listener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-func (l *review3Listener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
-func (l *review3Listener) Addr() net.Addr { return pipeAddr{} }
 
 // TestReview3H2LoserCancelledAtOnce: doc.go, "A losing copy is cancelled
 // at once, and its goroutine ends when Base returns it, with one
@@ -68,7 +25,7 @@ func TestReview3H2LoserCancelledAtOnce(t *testing.T) {
 		var loserEnded atomic.Int64 // ns after t0 the loser's server context ended
 		var sends atomic.Int64
 		t0 := time.Now()
-		_, base, closeAll := review3H2(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, base := newPipeNet(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor != 2 {
 				w.WriteHeader(500)
 				return
@@ -80,8 +37,8 @@ func TestReview3H2LoserCancelledAtOnce(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 			io.WriteString(w, "ok")
-		}))
-		defer closeAll()
+		}), true)
+		defer n.close(base)
 		h := &Hedge{}
 		tr := &Transport{Base: base, Hedge: h}
 		get := func() time.Time {
