@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -247,5 +248,19 @@ func TestBudgetsKept1024(t *testing.T) {
 	get(1024)
 	if n := len(tr.budgets.m); n > 1024 {
 		t.Fatalf("after 1,025 hosts: %d budgets kept, want at most 1,024", n)
+	}
+}
+
+// TestKeyOfNotUTF8: a host that is not valid UTF-8 keeps its stray bytes
+// in its key, and has its ASCII letters lowered, every one, as a valid
+// name has: "\xffA.EXAMPLEZ" and "\xffa.examplez" are one host, and
+// "\xfea.examplez" another.
+func TestKeyOfNotUTF8(t *testing.T) {
+	key := func(host string) hostKey { return keyOf(&url.URL{Scheme: "HTTP", Host: host}) }
+	if got, want := key("\xffA.EXAMPLEZ"), (hostKey{"http", "\xffa.examplez", "80"}); got != want {
+		t.Fatalf("keyOf(%q) = %q, want %q", "\xffA.EXAMPLEZ", got, want)
+	}
+	if key("\xffA.EXAMPLEZ") != key("\xffa.examplez") || key("\xfea.examplez") == key("\xffa.examplez") {
+		t.Fatal("hosts not valid UTF-8: those that differ only in case must share a key, and no others")
 	}
 }
