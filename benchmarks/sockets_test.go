@@ -406,6 +406,13 @@ func socketTable(arms []socketArm, runs [][]socketResult) string {
 }
 
 var socketHTTP1Arms = []socketArm{
+	{"failsafe-go, retry + timeout 250ms", socketFailsafe(nil)},
+	{"failsafe-go, + hedgepolicy.NewWithDelay(50ms)", func(base *http.Transport) http.RoundTripper {
+		return socketFailsafe(hedgepolicy.NewWithDelay[*http.Response](50 * time.Millisecond))(base)
+	}},
+	{"failsafe-go, + NewWithDelayQuantile(0.95, 30, 20)", func(base *http.Transport) http.RoundTripper {
+		return socketFailsafe(hedgepolicy.NewWithDelayQuantile[*http.Response](0.95, 30, 20))(base)
+	}},
 	{"httpretry, AttemptTimeout 250ms", func(base *http.Transport) http.RoundTripper {
 		return &httpretry.Transport{Base: base, AttemptTimeout: 250 * time.Millisecond, Policy: socketCurve()}
 	}},
