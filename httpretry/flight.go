@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -42,43 +41,6 @@ type flight struct {
 	panicked *any          // a copy's goroutine panicked with this: the caller panics with it
 	gone     []*leg        // outcomes let go, closed once the lock is let go (unlock)
 }
-
-// The states of a copy: sent, then exactly one of the others, claimed
-// with a compare-and-swap by whichever comes first.
-const (
-	unsent    int32 = iota // a hedge being readied (its body from GetBody)
-	flying                 // sent; Base has not returned it
-	returned               // Base returned it in time: its outcome counts
-	timedOut               // AttemptTimeout passed before Base returned it
-	lost                   // the flight was decided before it returned: cancelled
-	lingering              // the same, left to finish for its connection, within bounds
-)
-
-// A leg is one copy sent: its own context, and, once it has headers and
-// is kept, the body that releases the context when closed or read to its
-// end.
-type leg struct {
-	f        *flight
-	req      http.Request
-	cancel   context.CancelFunc
-	unwatch  func() bool // ends the watch that cancels a detached copy with the request
-	start    time.Time
-	deadline time.Time   // start + AttemptTimeout; zero without one
-	timer    *time.Timer // unhedged: AttemptTimeout's, which cancels it; lingering: its bound
-	state    atomic.Int32
-	counted  bool        // its time went to the latency estimate
-	in       bool        // its outcome was taken in, under the flight's lock (arrive)
-	ended    time.Time   // when it failed, as the flight's last
-	dropped  atomic.Bool // its kept outcome was let go (dropKept)
-	resp     *http.Response
-	err      error
-	body     io.ReadCloser // resp's own, which Read and Close wrap
-}
-
-// lingerTime bounds how long a losing copy is left to finish, beside its
-// AttemptTimeout: longer than a host's pause is seldom worth a goroutine,
-// and a connection costs a handshake, a few round trips.
-const lingerTime = time.Second
 
 // fly sends one attempt of req as a flight, with body as its body, and
 // returns its outcome: when hedged (delay above 0), the answer (answer
@@ -197,13 +159,6 @@ func (f *flight) start(c *leg, req *http.Request, body io.ReadCloser, idx int, n
 	}
 }
 
-// detached is a request's context without its cancellation, for a copy
-// that may be left to finish after its flight is decided.
-type detached struct{ context.Context }
-
-func (detached) Done() <-chan struct{} { return nil }
-func (detached) Err() error            { return nil }
-
 // run sends c from a goroutine of its own, and takes in its outcome.
 func (f *flight) run(c *leg) {
 	defer f.catch()
@@ -316,37 +271,6 @@ func (f *flight) unlockElsewhere() {
 	}
 }
 
-// late handles a copy Base returned after it timed out or lost: a copy
-// left to linger settles, its time counted and its body drained so that
-// its connection is kept; any other is let go.
-func (f *flight) late(c *leg, resp *http.Response, now time.Time) {
-	if c.state.CompareAndSwap(lingering, returned) {
-		if resp != nil {
-			f.rt.hedge.saw(resp)
-		}
-		f.mu.Lock() // decide sets the timer under it, after the state
-		c.timer.Stop()
-		f.count(c, resp != nil, now)
-		f.mu.Unlock()
-		c.settle(resp)
-		return
-	}
-	c.drop(resp)
-}
-
-// settle drains what a copy that is not kept returned, within the bounds
-// of a retried body's drain, and closes it, so that its connection can be
-// reused; then releases its context.
-func (c *leg) settle(resp *http.Response) {
-	if resp != nil {
-		cut := time.AfterFunc(drainTime, c.cancel)
-		io.CopyN(io.Discard, resp.Body, drainLimit)
-		cut.Stop()
-		resp.Body.Close()
-	}
-	c.release()
-}
-
 // decide ends the flight: no more hedges, and every copy still in flight
 // cancelled, its time counted as cut off; or, when a copy has won and the
 // losers may linger, left to finish within their bounds. The copy kept of
@@ -389,17 +313,6 @@ func (f *flight) kept() *leg {
 	return f.last
 }
 
-// unlinger cuts a losing copy left to finish once its bound has passed.
-func (c *leg) unlinger() {
-	if c.state.CompareAndSwap(lingering, lost) {
-		f := c.f
-		f.mu.Lock()
-		f.count(c, false, time.Now())
-		f.mu.Unlock()
-		c.cancel()
-	}
-}
-
 // each calls do for every copy, the first first.
 func (f *flight) each(do func(*leg)) {
 	do(&f.first)
@@ -432,132 +345,6 @@ func (f *flight) count(c *leg, headers bool, now time.Time) {
 	lat.add(took, cut, now, f.rt.t.Hedge.share())
 }
 
-// tick runs on the flight's timer: it times out the copies past their
-// AttemptTimeout, and sends the next hedge when one is due. A panic on its
-// goroutine, in Base, GetBody or Retryable, would end the process, where
-// no recover reaches: it is handed to the caller's goroutine instead
-// (catch).
-func (f *flight) tick() {
-	defer f.catch()
-	hedge := f.step()
-	if hedge == nil || !f.ready(hedge) {
-		return
-	}
-	resp, err := send(f.rt.base, &hedge.req)
-	f.arrive(hedge, resp, err)
-}
-
-// step is tick's work under the lock: the copies timed out, and the hedge
-// to ready, if one is due and allowed.
-func (f *flight) step() *leg {
-	f.mu.Lock()
-	defer f.unlockElsewhere()
-	if f.over {
-		return nil
-	}
-	now := time.Now()
-	f.each(func(c *leg) {
-		if !c.deadline.IsZero() && !now.Before(c.deadline) && c.state.CompareAndSwap(flying, timedOut) {
-			f.timedOut(c, now)
-		}
-	})
-	if f.over { // every copy has timed out
-		return nil
-	}
-	var hedge *leg
-	if !f.next.IsZero() && !now.Before(f.next) && !f.judging() {
-		f.next = time.Time{}
-		if hedge = f.reserve(); hedge != nil && len(f.more) < f.rt.t.Hedge.hedges() {
-			f.next = now.Add(f.delay) // the next, a delay after the newest
-		}
-	}
-	f.rearm(now)
-	return hedge
-}
-
-// judging reports whether a copy has returned, its headers or its error
-// in, and is being judged outside the lock: no hedge is sent meanwhile,
-// since a copy that has its headers needs none (arrive, taking it in,
-// sends one then if it is still due).
-func (f *flight) judging() bool {
-	j := false
-	f.each(func(c *leg) { j = j || c.state.Load() == returned && !c.in })
-	return j
-}
-
-// rearm sets the flight's timer for when it is next due (wake): the next
-// hedge, unless one is held while a copy is judged, or a copy's timeout.
-func (f *flight) rearm(now time.Time) {
-	if d := f.wake(now, f.judging()); d >= 0 {
-		f.timer.Reset(d)
-	}
-}
-
-// timedOut takes in the timeout of c, which has failed: its context
-// cancelled, its time counted as cut off, its outcome the flight's last.
-func (f *flight) timedOut(c *leg, now time.Time) {
-	f.pending--
-	if r := f.rt.row; r != nil {
-		r.AttemptTimeout()
-	}
-	f.count(c, false, now)
-	f.letGo(f.last)
-	c.keep(nil, ErrAttemptTimeout)
-	c.ended, f.last = now, c
-	if f.pending == 0 {
-		f.decide(now)
-	}
-}
-
-// reserve readies a hedge, if one may be sent: the request's context is
-// live, a hedge is left, the host's budget has a retry left (none is
-// overload, and hedging stops), and the Hedge's allowance for the host
-// has a hedge. It is sent once ready has its body.
-func (f *flight) reserve() *leg {
-	rt := &f.rt
-	if f.ctx.Err() != nil || len(f.more) >= rt.t.Hedge.hedges() || rt.budget.Tokens() < 1 || !rt.hedge.take() {
-		return nil
-	}
-	c := new(leg)
-	f.more = append(f.more, c)
-	f.pending++
-	return c
-}
-
-// ready gives the reserved hedge c its body, from GetBody, outside the
-// lock (it is the caller's code), and sends it unless the flight was
-// decided meanwhile or GetBody failed, which sends no hedge.
-func (f *flight) ready(c *leg) bool {
-	rt := &f.rt
-	body := rt.req.Body
-	if body != nil && body != http.NoBody {
-		var err error
-		if body, err = rt.req.GetBody(); err != nil || body == nil {
-			body = nil
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.over || body == nil && rt.req.Body != nil {
-		if body != nil {
-			body.Close()
-		}
-		f.pending--
-		if !f.over && f.pending == 0 {
-			f.decide(time.Now())
-		}
-		return false
-	}
-	f.start(c, rt.req, body, f.sends, time.Now()) // after every copy sent before it
-	c.state.Store(flying)
-	f.sends++
-	f.rearm(time.Now()) // its own timeout may be the nearest
-	if rt.row != nil {
-		rt.row.Hedge()
-	}
-	return true
-}
-
 // catch recovers a panic on a copy's or the timer's goroutine, ends the
 // flight, and keeps the panic for the caller, who is waiting for the
 // flight and panics with it; once the flight is over, no caller waits,
@@ -581,102 +368,4 @@ func (f *flight) catch() {
 		defer func() { recover() }() // a second panic, in a body's Close: the caller has the first
 		c.dropKept()
 	})
-}
-
-// wake returns how long from now until the flight's timer is next due: the
-// next hedge (unless held), or the nearest AttemptTimeout of a copy in
-// flight; -1 for none.
-func (f *flight) wake(now time.Time, held bool) time.Duration {
-	next := f.next
-	if held {
-		next = time.Time{}
-	}
-	f.each(func(c *leg) {
-		if c.state.Load() == flying && !c.deadline.IsZero() && (next.IsZero() || c.deadline.Before(next)) {
-			next = c.deadline
-		}
-	})
-	if next.IsZero() {
-		return -1
-	}
-	return max(next.Sub(now), 0)
-}
-
-// keep keeps c's outcome as the flight's: a response whose body releases
-// c's context once closed or read to its end, or an error, whose context
-// is released now.
-func (c *leg) keep(resp *http.Response, err error) {
-	c.resp, c.err = resp, err
-	if resp == nil {
-		c.release()
-		return
-	}
-	c.body, resp.Body = resp.Body, c
-	if rw, ok := c.body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
-		resp.Body = &upgraded{c, rw} // the connection itself: it must stay writable
-	}
-}
-
-// upgraded is the body of a 101 Switching Protocols response, which
-// net/http makes the connection, to read and write: written through, and
-// read and closed as a leg's body is.
-type upgraded struct {
-	*leg
-	w io.Writer
-}
-
-func (u *upgraded) Write(p []byte) (int, error) { return u.w.Write(p) }
-
-// drop lets c's outcome go: its body closed, its context released.
-func (c *leg) drop(resp *http.Response) {
-	if resp != nil {
-		resp.Body.Close()
-	}
-	c.release()
-}
-
-// dropKept drops the outcome c kept, once, however many of the flight's
-// paths let it go.
-func (c *leg) dropKept() {
-	if !c.dropped.Swap(true) {
-		c.drop(c.resp)
-	}
-}
-
-// release cancels c's context, and ends the watch on the request's.
-func (c *leg) release() {
-	if c.cancel != nil {
-		c.cancel()
-	}
-	if c.unwatch != nil {
-		c.unwatch()
-	}
-}
-
-func (c *leg) Read(p []byte) (int, error) {
-	n, err := c.body.Read(p)
-	if err != nil {
-		c.release()
-	}
-	return n, err
-}
-
-func (c *leg) Close() error {
-	err := c.body.Close()
-	c.release()
-	return err
-}
-
-// hedgeDelay returns the delay before the first hedge of an attempt, or 0
-// for none: Hedge.Delay, or the host's estimate, 0 until it has enough
-// samples.
-func (rt *request) hedgeDelay() time.Duration {
-	h := rt.t.Hedge
-	switch {
-	case h == nil || h.hedges() == 0:
-		return 0
-	case h.Delay > 0:
-		return h.Delay
-	}
-	return rt.lat.estimate()
 }
