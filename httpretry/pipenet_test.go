@@ -7,9 +7,13 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/unherd/backoff"
+	"github.com/unherd/backoff/retry"
 )
 
 // pipeNet is a network in memory for a real *http.Transport and a real
@@ -147,6 +151,101 @@ func TestLingeringLoserCounts(t *testing.T) {
 		}
 		if i := bucket(250 * time.Millisecond); l.cut[i] == 0 {
 			t.Fatalf("the lingering loser was not counted as cut off at its AttemptTimeout of 250ms (bucket %d): %v", i, l.cut)
+		}
+	})
+}
+
+// pipeGet GETs path from the pipeNet through tr with ctx, and reads the
+// answer's body to its end.
+func pipeGet(t *testing.T, ctx context.Context, tr http.RoundTripper, path string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example"+path, nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", path, err)
+	}
+	return string(b)
+}
+
+// noWaitPolicy retries n times without waiting, with no budget.
+func noWaitPolicy(n int) retry.Policy {
+	return retry.Policy{Schedule: backoff.Schedule{Curve: backoff.Value{BaseDelay: -1}, MaxRetries: n}, Budget: NoBudget()}
+}
+
+// TestLingerTimerRace: over HTTP/1.1 a losing copy is left to linger;
+// decide marks it lingering (CAS) and only then stores its bound timer in
+// leg.timer, while the loser's own goroutine, once Base returns, does
+// CAS(lingering→returned) and reads leg.timer without the flight's lock.
+// Nothing orders the store before the read unless the lock does: run
+// under -race, the race detector reported it (and a loser returning
+// between the CAS and the store would call Stop on a nil *time.Timer, a
+// panic that catch then swallowed, leaving the loser's body open).
+func TestLingerTimerRace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		pn, base := newPipeNet(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" && n.Add(1) == 1 {
+				time.Sleep(150 * time.Millisecond) // the loser answers on its own, not released by the test
+			}
+			io.WriteString(w, "ok")
+		}), false)
+		defer pn.close(base)
+		tr := &Transport{Base: base, Policy: noWaitPolicy(2), Hedge: &Hedge{Delay: 30 * time.Millisecond}}
+		for range 10 {
+			pipeGet(t, context.Background(), tr, "/")
+		}
+		if got := pipeGet(t, context.Background(), tr, "/slow"); got != "ok" {
+			t.Fatalf("hedged request: %q", got)
+		}
+		time.Sleep(400 * time.Millisecond) // the loser answers, and settles, meanwhile
+		synctest.Wait()
+	})
+}
+
+// TestLingerOutlivesDeadline: SPEC, "The request's deadline bounds every
+// copy"; doc.go, a losing copy left to finish over HTTP/1.1 has "a context
+// of its own (the request's values and deadline, not its cancellation)".
+// The detached context reports the deadline but never enforces it (Done
+// is nil, Err stays nil past it), so a loser lingered past the request's
+// 300ms deadline until the 1s linger bound cut it.
+func TestLingerOutlivesDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int64
+		cut := make(chan time.Time, 1)
+		pn, base := newPipeNet(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" && n.Add(1) == 1 {
+				select {
+				case <-r.Context().Done():
+					cut <- time.Now()
+					return
+				case <-time.After(3 * time.Second):
+				}
+			}
+			io.WriteString(w, "ok")
+		}), false)
+		defer pn.close(base)
+		tr := &Transport{Base: base, Policy: noWaitPolicy(2), Hedge: &Hedge{Delay: 30 * time.Millisecond}}
+		for range 10 {
+			pipeGet(t, context.Background(), tr, "/")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if got := pipeGet(t, ctx, tr, "/slow"); got != "ok" {
+			t.Fatalf("hedged request: %q", got)
+		}
+		select {
+		case at := <-cut:
+			if took := at.Sub(start); took > 300*time.Millisecond {
+				t.Fatalf("the losing copy ran %v, past the request's 300ms deadline; want it bounded by the deadline", took)
+			}
+		case <-time.After(4 * time.Second):
+			t.Fatal("the losing copy was never cut")
 		}
 	})
 }
