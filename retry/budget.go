@@ -154,10 +154,12 @@ const (
 
 // milli reads x to three places, the places past them dropped (as gRFC A6
 // reads its token ratio), so that a Budget never counts more than it was
-// given: def for 0, 0 below 0 or for NaN, and at most milliMax. A value
-// of three places whose product float64 rounds down (1.001 × 1000 is
-// 1000.9999999999999) reads as written: n+1 thousandths are taken when
-// they are, as a float64, no more than x.
+// given: def for 0, 0 below 0 or for NaN, and at most milliMax. It is
+// the most thousandths n whose n/1000, as a float64, is no more than x,
+// so that a value of three places reads as written though its product
+// rounds down (1.001 × 1000 is 1000.9999999999999), and one just below
+// three places does not read as them though its product rounds up
+// (263.99399999999997 × 1000 is 263994).
 func milli(x float64, def int64) int64 {
 	switch {
 	case x == 0:
@@ -166,7 +168,10 @@ func milli(x float64, def int64) int64 {
 		return 0
 	}
 	n := math.Floor(x * milliUnit)
-	if (n+1)/milliUnit <= x {
+	switch {
+	case n/milliUnit > x:
+		n--
+	case (n+1)/milliUnit <= x:
 		n++
 	}
 	return int64(min(n, milliMax))
