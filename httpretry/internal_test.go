@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/unherd/backoff"
 	"github.com/unherd/backoff/retry"
@@ -263,4 +264,35 @@ func TestKeyOfNotUTF8(t *testing.T) {
 	if key("\xffA.EXAMPLEZ") != key("\xffa.examplez") || key("\xfea.examplez") == key("\xffa.examplez") {
 		t.Fatal("hosts not valid UTF-8: those that differ only in case must share a key, and no others")
 	}
+}
+
+// FuzzLower: lower keeps two hosts apart unless they differ only in the
+// case of letters (ASCII letters, for a name not valid UTF-8), and is
+// strings.ToLower for valid UTF-8.
+func FuzzLower(f *testing.F) {
+	f.Add("api.example", "API.example")
+	f.Add("\xffA.example", "\xfea.example")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		la, lb := lower(a), lower(b)
+		if utf8.ValidString(a) && la != strings.ToLower(a) {
+			t.Fatalf("lower(%q) = %q, want strings.ToLower's %q", a, la, strings.ToLower(a))
+		}
+		if !utf8.ValidString(a) && (len(la) != len(a) || lower(la) != la) {
+			t.Fatalf("lower(%q) = %q: a name not UTF-8 keeps its bytes, lowered once for all", a, la)
+		}
+		if !utf8.ValidString(a) && !utf8.ValidString(b) && (la == lb) != (asciiFold(a) == asciiFold(b)) {
+			t.Fatalf("lower(%q) = %q, lower(%q) = %q: one key iff they differ in ASCII case only", a, la, b, lb)
+		}
+	})
+}
+
+// asciiFold lowers s's ASCII letters only.
+func asciiFold(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
