@@ -266,6 +266,7 @@ type socketResult struct {
 	requests  int64         // the measured calls'
 	conns     int64         // opened in the run (TestSocketsHTTP1: while measured)
 	hedges    int64         // httpretry's, sent in the run (TestSocketsHTTP1: while measured)
+	cpu       time.Duration // TestSocketsHTTP1: the process's CPU time while measured, server and client together
 	took      time.Duration // from the first measured call's start to the last one's end
 }
 
@@ -370,13 +371,22 @@ func TestSocketsTail(t *testing.T) {
 		t.Logf("run %d of %d done", rep+1, *socketsReps)
 	}
 	fmt.Printf("Scenario A over loopback (plain HTTP/1.1), 20 instances at 5 calls/s each, %v measured after 10s, %d runs each, interleaved; median [min–max] over runs.\n\n", *socketsDur, *socketsReps)
-	fmt.Println(socketTable(socketTailArms, runs))
+	fmt.Println(socketTable(socketTailArms, runs, false))
 }
 
-// socketTable prints one row per arm: medians and ranges over its runs.
-func socketTable(arms []socketArm, runs [][]socketResult) string {
+// socketTable prints one row per arm: medians and ranges over its runs;
+// with cpu, the process's CPU time a call too.
+func socketTable(arms []socketArm, runs [][]socketResult, cpu bool) string {
 	var b strings.Builder
-	b.WriteString("| client | calls/s | success | p50 | p99 | p99.9 | requests per call | hedges per call | connections opened |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| client | calls/s | success | p50 | p99 | p99.9 | requests per call | hedges per call | connections opened |")
+	if cpu {
+		b.WriteString(" CPU per call |")
+	}
+	b.WriteString("\n|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	if cpu {
+		b.WriteString("--:|")
+	}
+	b.WriteString("\n")
 	for i, arm := range arms {
 		rs := runs[i]
 		f := func(g func(socketResult) float64, format string) string {
@@ -394,13 +404,17 @@ func socketTable(arms []socketArm, runs [][]socketResult) string {
 		ms := func(p float64) func(socketResult) float64 {
 			return func(r socketResult) float64 { return float64(r.q(p)) / 1e6 }
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", arm.name,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |", arm.name,
 			f(func(r socketResult) float64 { return float64(r.calls) / r.took.Seconds() }, "%.0f"),
 			f(func(r socketResult) float64 { return 100 * float64(r.ok) / float64(max(r.calls, 1)) }, "%.2f%%"),
 			f(ms(0.5), "%.1fms"), f(ms(0.99), "%.0fms"), f(ms(0.999), "%.0fms"),
 			f(func(r socketResult) float64 { return float64(r.requests) / float64(max(r.calls, 1)) }, "%.3f"),
 			f(func(r socketResult) float64 { return float64(r.hedges) / float64(max(r.calls, 1)) }, "%.3f"),
 			f(func(r socketResult) float64 { return float64(r.conns) }, "%.0f"))
+		if cpu {
+			fmt.Fprintf(&b, " %s |", f(func(r socketResult) float64 { return r.cpu.Seconds() * 1e3 / float64(max(r.calls, 1)) }, "%.2fms"))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -421,6 +435,16 @@ var socketHTTP1Arms = []socketArm{
 	}},
 	{"httpretry, AttemptTimeout 250ms, Hedge{Delay: 5ms, Max: 3}", func(base *http.Transport) http.RoundTripper {
 		return &httpretry.Transport{Base: base, AttemptTimeout: 250 * time.Millisecond, Hedge: &httpretry.Hedge{Delay: 5 * time.Millisecond, Max: 3}, Policy: socketCurve()}
+	}},
+	// The two arms above them, on a Transport whose idle pool holds a
+	// connection for each goroutine: what the default's 2 cost.
+	{"httpretry, AttemptTimeout 250ms; MaxIdleConnsPerHost 64", func(base *http.Transport) http.RoundTripper {
+		base.MaxIdleConnsPerHost = 64
+		return &httpretry.Transport{Base: base, AttemptTimeout: 250 * time.Millisecond, Policy: socketCurve()}
+	}},
+	{"httpretry, AttemptTimeout 250ms, Hedge{}; MaxIdleConnsPerHost 64", func(base *http.Transport) http.RoundTripper {
+		base.MaxIdleConnsPerHost = 64
+		return &httpretry.Transport{Base: base, AttemptTimeout: 250 * time.Millisecond, Hedge: &httpretry.Hedge{}, Policy: socketCurve()}
 	}},
 }
 
@@ -463,7 +487,7 @@ func runSocketsClosed(t *testing.T, arm socketArm, proto string, seed uint64, pe
 		})
 	}
 	wg.Wait()
-	requests0, conns0, hedges0 := h.requests.Load(), h.conns.Load(), hedgesOf(client.Transport)
+	requests0, conns0, hedges0, cpu0 := h.requests.Load(), h.conns.Load(), hedgesOf(client.Transport), cpuTime()
 	start := time.Now()
 	h.mu.Lock()
 	h.t0 = start
@@ -488,7 +512,7 @@ func runSocketsClosed(t *testing.T, arm socketArm, proto string, seed uint64, pe
 	wg.Wait()
 	res.took = time.Since(start)
 	slices.Sort(res.lat)
-	res.requests, res.conns, res.hedges = h.requests.Load()-requests0, h.conns.Load()-conns0, hedgesOf(client.Transport)-hedges0
+	res.requests, res.conns, res.hedges, res.cpu = h.requests.Load()-requests0, h.conns.Load()-conns0, hedgesOf(client.Transport)-hedges0, cpuTime()-cpu0
 	return res
 }
 
@@ -502,7 +526,8 @@ const socketsPeriod = 100 * time.Millisecond
 // goroutines on one client over plain HTTP/1.1, HTTP/1.1 over TLS and
 // HTTP/2, in a closed loop and paced, each arm run socketsReps times,
 // interleaved; it prints the calls a second, success, latency, requests
-// per call and connections opened of the measured 1,280 calls.
+// per call, connections opened and the process's CPU time per call
+// (server and client together) of the measured 1,280 calls.
 func TestSocketsHTTP1(t *testing.T) {
 	if !*socketsOn {
 		t.Skip("minutes of real time: run with -sockets")
@@ -519,8 +544,8 @@ func TestSocketsHTTP1(t *testing.T) {
 			if period > 0 {
 				loop = fmt.Sprintf("paced (a goroutine's calls no closer than %v, the goroutines' staggered: %.0f calls/s offered)", period, 64/period.Seconds())
 			}
-			fmt.Printf("%s: 64 goroutines on one client (net/http's default Transport: 2 idle connections a host), 20 calls each %s, after 400 of warm-up; %d runs each, interleaved; median [min–max].\n\n", proto, loop, *socketsReps)
-			fmt.Println(socketTable(socketHTTP1Arms, runs))
+			fmt.Printf("%s: 64 goroutines on one client (net/http's default Transport, 2 idle connections a host, unless the arm says), 20 calls each %s, after 400 of warm-up; %d runs each, interleaved; median [min–max].\n\n", proto, loop, *socketsReps)
+			fmt.Println(socketTable(socketHTTP1Arms, runs, true))
 		}
 	}
 }

@@ -191,9 +191,15 @@
 // reason another copy escapes (a paused replica, a lost packet): over
 // loopback, at the same calls a second, Hedge{} kept p50 and cut p99 over
 // HTTP/1.1, plain and with TLS, and over HTTP/2 (by a half to a quarter),
-// at one connection a hedge at most. Where the latency is the client's own load, a hedge adds
-// to what it cuts: in a closed loop whose cores TLS handshakes saturate,
-// its connections cost p50 (benchmarks/README.md, "Over real sockets").
+// at one connection a hedge at most. Where the latency is the client's
+// own load, a hedge adds to what it cuts. Over HTTP/1.1 give the pool the
+// connections the load needs: net/http's default keeps 2 idle a host, so
+// a client with more requests in flight than that opens a connection for
+// many of them, hedged or not, and a hedge adds one. 64 callers in a
+// closed loop over TLS, on 2 cores shared with the server, got p50 27ms
+// without a hedge and 47ms with Hedge{} on that default; with
+// MaxIdleConnsPerHost 64, 6.9ms and 6.8ms (benchmarks/README.md, "Over
+// real sockets").
 //
 // The adaptive delay is estimated for each host from the times to headers
 // of its copies, in bounded memory (see [Hedge]); a copy cut off before
