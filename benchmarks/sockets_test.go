@@ -487,6 +487,7 @@ func runSocketsClosed(t *testing.T, arm socketArm, proto string, seed uint64, pe
 		})
 	}
 	wg.Wait()
+	time.Sleep(socketSettle) // the warm-up's losing copies end outside the measured window
 	requests0, conns0, hedges0, cpu0 := h.requests.Load(), h.conns.Load(), hedgesOf(client.Transport), cpuTime()
 	start := time.Now()
 	h.mu.Lock()
@@ -512,9 +513,17 @@ func runSocketsClosed(t *testing.T, arm socketArm, proto string, seed uint64, pe
 	wg.Wait()
 	res.took = time.Since(start)
 	slices.Sort(res.lat)
+	time.Sleep(socketSettle) // the measured calls' losing copies end inside it
 	res.requests, res.conns, res.hedges, res.cpu = h.requests.Load()-requests0, h.conns.Load()-conns0, hedgesOf(client.Transport)-hedges0, cpuTime()-cpu0
 	return res
 }
+
+// socketSettle is how long TestSocketsHTTP1 waits after the warm-up and
+// after the measured calls, so that the counts of the measured window
+// (requests, connections, CPU) hold the work of its calls' losing copies
+// and none of the warm-up's: a loser lingers for its AttemptTimeout
+// (250ms) at most and drains its body for 100ms at most.
+const socketSettle = 400 * time.Millisecond
 
 // socketsPeriod is TestSocketsHTTP1's pace: 64 goroutines each starting a
 // call every 100ms offer 640 calls a second, which every arm keeps up with

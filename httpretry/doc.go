@@ -185,21 +185,24 @@
 // 100ms at most) and closed, so that its connection goes back to the pool. Over HTTP/2 a
 // cancelled copy costs its stream only. So a hedge costs, over HTTP/2,
 // one stream; over HTTP/1.1, a second connection while both copies are
-// in flight (a new one unless the pool has one idle), kept for the
-// requests after; and through any other Base, what Base makes of a
-// cancelled request. A hedge helps when the slow copy is slow for a
-// reason another copy escapes (a paused replica, a lost packet): over
-// loopback, at the same calls a second, Hedge{} kept p50 and cut p99 over
-// HTTP/1.1, plain and with TLS, and over HTTP/2 (by a half to a quarter),
-// at one connection a hedge at most. Where the latency is the client's
-// own load, a hedge adds to what it cuts. Over HTTP/1.1 give the pool the
-// connections the load needs: net/http's default keeps 2 idle a host, so
-// a client with more requests in flight than that opens a connection for
-// many of them, hedged or not, and a hedge adds one. 64 callers in a
-// closed loop over TLS, on 2 cores shared with the server, got p50 27ms
-// without a hedge and 47ms with Hedge{} on that default; with
-// MaxIdleConnsPerHost 64, 6.9ms and 6.8ms (benchmarks/README.md, "Over
-// real sockets").
+// in flight (a new one unless the pool has one idle), the loser's kept
+// for the requests after if the pool has room for it; and through any
+// other Base, what Base makes of a cancelled request. A hedge helps when
+// the slow copy is slow for a reason another copy escapes (a paused
+// replica, a lost packet): over loopback, at the same calls a second,
+// Hedge{} kept p50 and cut p99 over HTTP/1.1, plain and with TLS, and over
+// HTTP/2 (by 22–50%), opening 0.1–0.3 connections a hedge more than no
+// hedge. Where the client's own load makes the latency, a hedge adds to
+// what it cuts: where the cores cap the calls a second, callers in a
+// closed loop wait as long on average, hedged or not, so what a hedge
+// cuts from the tail goes to the median. Over HTTP/1.1 give the pool the
+// connections the load needs (MaxIdleConnsPerHost): net/http's default
+// keeps 2 idle a host, so a client with more requests in flight than that
+// opens a connection for many of them, hedged or not, and a hedge may
+// add more than one (1.2 in a closed loop over plain HTTP/1.1). 64 callers in a closed loop over TLS, on 2 cores shared
+// with the server, got p50 32ms without a hedge and 50ms with Hedge{} on
+// that default; with MaxIdleConnsPerHost 64, 7.0ms and 7.1ms
+// (benchmarks/README.md, "Over real sockets").
 //
 // The adaptive delay is estimated for each host from the times to headers
 // of its copies, in bounded memory (see [Hedge]); a copy cut off before
