@@ -189,9 +189,9 @@
 // for the requests after if the pool has room for it; and through any
 // other Base, what Base makes of a cancelled request. A hedge helps when
 // the slow copy is slow for a reason another copy escapes (a paused
-// replica, a lost packet): over loopback, at the same calls a second,
+// replica, a lost packet): over loopback, at the same offered load,
 // Hedge{} kept p50 and cut p99 over HTTP/1.1, plain and with TLS, and over
-// HTTP/2 (by 22–50%), opening 0.1–0.3 connections a hedge more than no
+// HTTP/2 (by 22–50%), opening 0.1–0.2 connections a hedge more than no
 // hedge. Where the client's own load makes the latency, a hedge adds to
 // what it cuts: where the cores cap the calls a second, callers in a
 // closed loop wait as long on average, hedged or not, so what a hedge
